@@ -1,0 +1,51 @@
+"""Build the Cython/C++ extensions; all metadata lives in pyproject.toml."""
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+OPT = ["-O3", "-g0", "-std=c++17", "-Wno-psabi"]
+
+
+def _has_openmp() -> bool:
+    """True when the C++ compiler accepts -fopenmp (gcc yes; Apple clang without libomp no)."""
+    cxx = (sysconfig.get_config_var("CXX") or "c++").split()
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "t.cpp")
+        with open(src, "w") as f:
+            f.write("#include <omp.h>\nint main(){return omp_get_max_threads() < 1;}\n")
+        try:
+            cmd = cxx + ["-fopenmp", src, "-o", os.path.join(d, "t")]
+            return subprocess.run(cmd, capture_output=True).returncode == 0
+        except OSError:
+            return False
+
+
+omp = ["-fopenmp"] if _has_openmp() else []
+if not omp:
+    print("turbometrics: compiler lacks OpenMP; kernels will run on one thread", file=sys.stderr)
+
+extensions = [
+    Extension(
+        "turbometrics._ext._dense",
+        ["src/turbometrics/_ext/_dense.pyx"],
+        language="c++",
+        include_dirs=["src/turbometrics/_ext"],
+        depends=["src/turbometrics/_ext/dense.hpp"],
+        extra_compile_args=OPT + omp,
+        extra_link_args=omp,
+    ),
+]
+
+setup(
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
+                                 cdivision=True, initializedcheck=False),
+    ),
+)

@@ -1,0 +1,16 @@
+"""turbometrics: ML evaluation metrics with compiled hot paths.
+
+Same numbers as the reference implementations (scikit-learn, PyTorch,
+torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
+"""
+from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
+from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
+                             perplexity_from_probs, token_nll)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
+    "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
+    "perplexity_from_nll",
+]

@@ -1,0 +1,224 @@
+"""The one validation layer: coercion of array-likes, dtype/shape/range checks.
+
+Every public function goes through here before any kernel runs; the kernels
+trust what they are given (no bounds checks), so nothing unchecked may pass.
+"""
+from __future__ import annotations
+
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Kernel dtype codes (dense.hpp: tmk::Code).
+F16, BF16, F32, F64 = 0, 1, 2, 3
+_INT_CODES = {np.dtype(t): c for c, t in enumerate(
+    (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64), start=4)}
+FLOAT_CODES = (F16, BF16, F32, F64)
+
+
+@dataclass
+class Array:
+    """A validated input: ``data`` is a NumPy view of the caller's memory (bfloat16 as uint16 bits)."""
+
+    data: np.ndarray
+    code: int             # kernel dtype code
+    dtype: Any            # the caller's element type, for results of the same type
+    torch: bool = False   # came in as a torch tensor: hand array results back as tensors
+
+    @property
+    def is_float(self) -> bool:
+        return self.code in FLOAT_CODES
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy")
+
+
+def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
+    """``x`` as an ndarray viewing its memory where possible, and whether it was a torch tensor.
+
+    A torch bfloat16 tensor comes back as its uint16 bits with dtype kept in
+    the name ``"bfloat16"`` via a tagged view (see ``as_array``).
+    """
+    if _is_torch(x):
+        import torch
+
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensors on {x.device} are not supported yet; move them to the CPU")
+        t = x.detach()
+        if t.dtype == torch.bfloat16:
+            return _BF16Bits(t.view(torch.int16).numpy().view(np.uint16)), True
+        if t.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got a tensor of {t.dtype}")
+        return t.resolve_conj().resolve_neg().numpy(), True
+    if isinstance(x, np.ndarray):
+        return x, False
+    if hasattr(x, "__array__") or isinstance(x, (list, tuple, numbers.Number)):
+        return np.asarray(x), False
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x), False
+    raise TypeError(f"{name} must be array-like (ndarray, tensor, list), got {type(x).__name__}")
+
+
+class _BF16Bits(np.ndarray):
+    """uint16 bits of a torch bfloat16 tensor (NumPy has no bfloat16 without ml_dtypes)."""
+
+    def __new__(cls, bits: np.ndarray):
+        return bits.view(cls)
+
+
+def as_array(x: Any, name: str) -> Array:
+    """Coerce ``x`` to a kernel-ready view without copying where possible.
+
+    Accepts ndarrays (including ml_dtypes bfloat16), torch CPU tensors (any
+    dtype, bfloat16 included), objects with ``__array__`` or ``__dlpack__``,
+    and nested lists.
+    """
+    a, is_torch = to_numpy(x, name)
+    if isinstance(a, _BF16Bits):
+        import torch
+
+        return Array(a.view(np.ndarray), BF16, torch.bfloat16, True)
+    return _from_numpy(a, name, is_torch)
+
+
+def _from_numpy(a: np.ndarray, name: str, torch_in: bool = False) -> Array:
+    dt = a.dtype
+    if dt.name == "bfloat16":  # ml_dtypes
+        return Array(a.view(np.uint16), BF16, dt, torch_in)
+    if dt == np.float16:
+        return Array(a.view(np.uint16), F16, dt, torch_in)
+    if dt == np.float32:
+        return Array(a, F32, dt, torch_in)
+    if dt == np.float64:
+        return Array(a, F64, dt, torch_in)
+    if dt in _INT_CODES:
+        return Array(a, _INT_CODES[dt], dt, torch_in)
+    if dt == np.bool_ or dt.kind in "OUSVcmM" or dt.kind == "f":
+        raise TypeError(f"{name} must hold float16/bfloat16/float32/float64 or integer numbers, got {dt}")
+    raise TypeError(f"{name} has unsupported dtype {dt}")
+
+
+def require_float(a: Array, name: str) -> None:
+    if not a.is_float:
+        raise TypeError(f"{name} must be a floating-point array (float16, bfloat16, float32, float64), "
+                        f"got {a.dtype}")
+
+
+def rows3d(a: np.ndarray, name: str, min_ndim: int = 2, max_ndim: int = 3) -> np.ndarray:
+    """View ``a`` (N, V) or (B, T, V) as (B, T, V) with a contiguous last axis (copying only if not)."""
+    if not min_ndim <= a.ndim <= max_ndim:
+        shapes = {1: "(V,)", 2: "(N, V)", 3: "(B, T, V)"}
+        want = " or ".join(shapes.get(d, f"{d}-D") for d in range(min_ndim, max_ndim + 1))
+        raise ValueError(f"{name} must have shape {want}, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty (shape {a.shape})")
+    v = a.reshape((1,) * (3 - a.ndim) + a.shape) if a.ndim < 3 else a
+    if v.strides[-1] != v.itemsize:  # e.g. a reversed or strided class axis
+        v = np.ascontiguousarray(v)
+    return v
+
+
+def as_int_array(x: Any, name: str) -> np.ndarray:
+    """An integer ndarray (any integer dtype); float or bool data is a TypeError."""
+    a = to_numpy(x, name)[0]
+    if isinstance(a, _BF16Bits):
+        raise TypeError(f"{name} must hold integers, got dtype bfloat16")
+    if a.dtype == np.bool_ or a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    return a
+
+
+def as_mask(mask: Any, shape: tuple, name: str = "mask") -> np.ndarray:
+    """A boolean mask of ``shape`` (True = counted); integer 0/1 masks are accepted."""
+    m = to_numpy(mask, name)[0]
+    if m.dtype != np.bool_:
+        if isinstance(m, _BF16Bits) or m.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be boolean (True = counted), got dtype {m.dtype}")
+        if m.size and (m.min() < 0 or m.max() > 1):
+            raise ValueError(f"{name} must hold only 0 and 1 (or booleans)")
+        m = m.astype(bool)
+    if m.shape != shape:
+        raise ValueError(f"{name} has shape {m.shape}, expected {shape}")
+    return m
+
+
+def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str = "targets",
+               ignore_index: int | None = None, mask: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Targets of ``shape`` as int64 (flat, -1 where not counted) and the counted mask.
+
+    Positions equal to ``ignore_index`` or where ``mask`` is False are not
+    counted; every counted target must lie in [0, n_classes).
+    """
+    t = as_int_array(targets, name)
+    if t.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {t.shape}, expected {tuple(shape)} to match the scores")
+    counted = np.ones(t.shape, dtype=bool)
+    if ignore_index is not None:
+        check_int(ignore_index, "ignore_index")
+        counted &= t != ignore_index
+    if mask is not None:
+        counted &= as_mask(mask, t.shape)
+    t64 = np.where(counted, t, -1).astype(np.int64, copy=False).reshape(-1)
+    if n_classes is not None and counted.any():
+        live = t64[counted.reshape(-1)]
+        lo, hi = live.min(), live.max()
+        if lo < 0 or hi >= n_classes:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"{name} must lie in [0, {n_classes}) (or be ignored/masked); found {bad}")
+    return np.ascontiguousarray(t64), counted
+
+
+def check_int(v: Any, name: str) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral,)):
+        raise TypeError(f"{name} must be an integer, got {v!r}")
+    return int(v)
+
+
+def check_k(k: Any, n: int, name: str = "k") -> int:
+    k = check_int(k, name)
+    if not 1 <= k <= n:
+        raise ValueError(f"{name} must be in [1, {n}] (the size of the scored axis), got {k}")
+    return k
+
+
+def check_choice(value: Any, name: str, options: tuple) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}")
+    return value
+
+
+def check_threads(num_threads: Any) -> int:
+    """None -> every core; else a positive int."""
+    if num_threads is None:
+        return os.cpu_count() or 1
+    n = check_int(num_threads, "num_threads")
+    if n < 1:
+        raise ValueError(f"num_threads must be >= 1, got {n}")
+    return n
+
+
+def as_weights(w: Any, n: int, name: str = "sample_weight") -> np.ndarray:
+    a = to_numpy(w, name)[0]
+    if isinstance(a, _BF16Bits):
+        a = a.view(np.ndarray).astype(np.uint32) << 16
+        a = a.view(np.float32)
+    if a.dtype == np.bool_ or a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    if a.shape != (n,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({n},)")
+    return a
+
+
+def wrap(out: np.ndarray, like: Array):
+    """Hand an array result back in the caller's type (a torch tensor for torch input)."""
+    if like.torch:
+        import torch
+
+        if like.code == BF16 and out.dtype == np.uint16:
+            return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(out)
+    return out
