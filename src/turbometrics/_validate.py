@@ -162,13 +162,14 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
         counted &= t != ignore_index
     if mask is not None:
         counted &= as_mask(mask, t.shape)
-    t64 = np.where(counted, t, -1).astype(np.int64, copy=False).reshape(-1)
     if n_classes is not None and counted.any():
-        live = t64[counted.reshape(-1)]
-        lo, hi = live.min(), live.max()
+        live = t[counted]  # checked in its own dtype: a cast could wrap a huge value into range
+        lo, hi = int(live.min()), int(live.max())
         if lo < 0 or hi >= n_classes:
             bad = lo if lo < 0 else hi
             raise ValueError(f"{name} must lie in [0, {n_classes}) (or be ignored/masked); found {bad}")
+    t64 = np.array(t, dtype=np.int64, order="C").reshape(-1)  # a fresh array: written below
+    t64[~counted.reshape(-1)] = -1        # the kernels skip negative targets
     return np.ascontiguousarray(t64), counted
 
 

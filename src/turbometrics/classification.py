@@ -128,4 +128,4 @@ def mean_reciprocal_rank(scores: Any, targets: Any, ties: str = "sklearn", sampl
                          ignore_index: int | None = None, *, num_threads: int | None = None) -> float:
     """Mean of 1 / (rank + 1) of the true class (ranks and ties as in ``target_rank``)."""
     r, counted, _ = _ranks(scores, targets, ties, ignore_index, num_threads)
-    return _average(1.0 / (r + 1.0), counted, sample_weight)
+    return _average(1.0 / (np.maximum(r, 0) + 1.0), counted, sample_weight)  # -1 = ignored row

@@ -37,6 +37,10 @@ def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
     cdef Rows r = _rows(x, code)
     if targets.shape[0] != r.B * r.T:
         raise ValueError("targets must hold one entry per row")
+    cdef Py_ssize_t i
+    for i in range(targets.shape[0]):  # O(rows): cheap insurance against an out-of-row read
+        if targets[i] >= r.V:
+            raise ValueError("target index beyond the row")
     out = np.empty(r.B * r.T, dtype=np.float64)
     cdef double[::1] o = out
     with nogil:

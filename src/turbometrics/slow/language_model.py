@@ -1,0 +1,94 @@
+"""Plain-Python token NLL and perplexity over nested lists.
+
+Shapes follow the fast versions: logits [B][T][V] (or [N][V], one sequence),
+targets [B][T] (or [N]); ``mask`` True = counted.
+"""
+from __future__ import annotations
+
+import math
+
+
+def _as_batch(x, depth):
+    """Add the batch level to an unbatched input ([N][V] -> [1][N][V])."""
+    d, y = 0, x
+    while isinstance(y, (list, tuple)):
+        d, y = d + 1, (y[0] if len(y) else None)
+    return [x] if d == depth - 1 else x
+
+
+def _counted(targets, ignore_index, mask):
+    return [[(ignore_index is None or t != ignore_index) and (mask is None or bool(m))
+             for t, m in zip(seq, (mask_seq if mask is not None else [None] * len(seq)))]
+            for seq, mask_seq in zip(targets, mask if mask is not None else [None] * len(targets))]
+
+
+def _logsumexp(row):
+    m = max(row)
+    if math.isnan(m) or any(math.isnan(v) for v in row) or m == math.inf:
+        return math.nan
+    if m == -math.inf:
+        return -math.inf
+    return m + math.log(math.fsum(math.exp(v - m) for v in row))
+
+
+def token_nll(logits, targets, ignore_index=None, mask=None):
+    """Per position -log_softmax(logits)[target]; 0.0 where not counted."""
+    logits, targets = _as_batch(logits, 3), _as_batch(targets, 2)
+    mask = None if mask is None else _as_batch(mask, 2)
+    counted = _counted(targets, ignore_index, mask)
+    return [[(_logsumexp(row) - row[t]) if c else 0.0 for row, t, c in zip(seq, tseq, cseq)]
+            for seq, tseq, cseq in zip(logits, targets, counted)]
+
+
+def _reduce(nll, counted, reduction):
+    if reduction == "token":
+        vals = [v for seq, cs in zip(nll, counted) for v, c in zip(seq, cs) if c]
+        return math.exp(sum(vals) / len(vals)) if vals else math.nan
+    means = []
+    for seq, cs in zip(nll, counted):
+        vals = [v for v, c in zip(seq, cs) if c]
+        means.append(sum(vals) / len(vals) if vals else math.nan)
+    if reduction == "none":
+        return [math.exp(m) for m in means]
+    live = [m for m, cs in zip(means, counted) if any(cs)]
+    return math.exp(sum(live) / len(live)) if live else math.nan
+
+
+def perplexity(logits, targets, ignore_index=None, mask=None, reduction="token"):
+    targets_b = _as_batch(targets, 2)
+    mask_b = None if mask is None else _as_batch(mask, 2)
+    nll = token_nll(logits, targets, ignore_index, mask)
+    return _reduce(nll, _counted(targets_b, ignore_index, mask_b), reduction)
+
+
+def perplexity_from_log_probs(log_probs, targets, ignore_index=None, mask=None, reduction="token"):
+    log_probs, targets = _as_batch(log_probs, 3), _as_batch(targets, 2)
+    mask = None if mask is None else _as_batch(mask, 2)
+    counted = _counted(targets, ignore_index, mask)
+    nll = [[-row[t] if c else 0.0 for row, t, c in zip(seq, ts, cs)]
+           for seq, ts, cs in zip(log_probs, targets, counted)]
+    return _reduce(nll, counted, reduction)
+
+
+def _neg_log(p):
+    return math.inf if p == 0 else -math.log(p)
+
+
+def perplexity_from_probs(probs, targets=None, ignore_index=None, mask=None, reduction="token"):
+    if targets is None:
+        probs = _as_batch(probs, 2)
+        mask = None if mask is None else _as_batch(mask, 2)
+        counted = _counted(probs, None, mask)
+        return _reduce([[_neg_log(p) for p in seq] for seq in probs], counted, reduction)
+    probs, targets = _as_batch(probs, 3), _as_batch(targets, 2)
+    mask = None if mask is None else _as_batch(mask, 2)
+    counted = _counted(targets, ignore_index, mask)
+    nll = [[_neg_log(row[t]) if c else 0.0 for row, t, c in zip(seq, ts, cs)]
+           for seq, ts, cs in zip(probs, targets, counted)]
+    return _reduce(nll, counted, reduction)
+
+
+def perplexity_from_nll(nll, mask=None, reduction="token"):
+    nll = _as_batch(nll, 2)
+    mask = None if mask is None else _as_batch(mask, 2)
+    return _reduce(nll, _counted(nll, None, mask), reduction)
