@@ -141,6 +141,13 @@ def test_topk_bfloat16_and_torch_in_torch_out(rng):
     np.testing.assert_array_equal(im, i.numpy())
 
 
+def test_topk_float16_torch_in_torch_out():
+    x = torch.randn(8, 300).half()
+    v, i = tm.topk(x, 5, largest=False)
+    tv, ti = torch.topk(x.float(), 5, largest=False)
+    assert v.dtype == torch.float16 and torch.equal(v.float(), tv)
+
+
 def test_topk_nan_counts_as_largest():
     x = np.array([[1.0, np.nan, 3.0, np.nan, -np.inf, np.inf]])
     v, i = tm.topk(x, 3)

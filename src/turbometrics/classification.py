@@ -45,7 +45,9 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     vals, idx = _dense.topk_rows(rows, a.code, k, bool(largest), bool(sorted), V.check_threads(num_threads))
     vals = np.moveaxis(vals.reshape(lead + (k,)), -1, ax)
     idx = np.moveaxis(idx.reshape(lead + (k,)), -1, ax)
-    if a.code in _HALF_INF_MAG and not a.torch:
+    if a.code == V.F16:
+        vals = vals.view(np.float16)
+    elif a.code == V.BF16 and not a.torch:  # torch bfloat16 is re-tagged by V.wrap
         vals = vals.view(a.dtype)
     return V.wrap(np.ascontiguousarray(vals), a), V.wrap(np.ascontiguousarray(idx), a)
 

@@ -1,0 +1,53 @@
+"""Array metrics against their oracle, PyTorch, the pure-Python baseline and a plain read, in one run.
+
+Each case in turbometrics._bench is timed per implementation; report.py turns
+the JSON into ratio tables. The slow/ baseline runs on a few rows and its time
+is scaled to the full input (recorded in extra_info["scale"]).
+"""
+import pytest
+
+from conftest import QUICK
+from turbometrics import _bench
+
+CASES = _bench.cases(QUICK)
+PARAMS = [(i, name) for i, c in enumerate(CASES) for name in c.impls]
+_data = {}
+
+
+def case_data(i):
+    if i not in _data:
+        _data.clear()  # one case's arrays at a time (they are GBs at full size)
+        _data[i] = CASES[i].setup()
+    return _data[i]
+
+
+@pytest.mark.parametrize("case_idx,impl", PARAMS, ids=[f"{CASES[i].name} | {n}" for i, n in PARAMS])
+def test_array_metric(benchmark, case_idx, impl):
+    case, d = CASES[case_idx], case_data(case_idx)
+    im = case.impls[impl]
+    benchmark.group = case.name
+    benchmark.extra_info.update(case=case.name, impl=impl, role=im.role, scale=im.scale, note=im.note)
+    if case.bytes_read:
+        benchmark.extra_info["bytes"] = case.bytes_read(d)
+    # Memory bandwidth on a shared machine drifts; many rounds of the fast ones keep the min honest.
+    rounds = 1 if im.role == "slow" else 3 if im.role == "oracle" and not QUICK else 10
+    benchmark.pedantic(im.fn, args=(d,), rounds=rounds, iterations=1, warmup_rounds=1)
+
+
+MEMORY = [("perplexity_case", (4096, 128256)), ] if not QUICK else [("perplexity_case", (512, 32000))]
+
+
+@pytest.mark.parametrize("impl", ["turbometrics", "torch cross_entropy"])
+def test_perplexity_extra_memory(benchmark, impl):
+    """Peak memory added on top of the logits, in a fresh process (the time is that process's)."""
+    fn, args = MEMORY[0]
+    benchmark.group = "extra memory (MiB)"
+    mib = benchmark.pedantic(_bench.extra_memory_mib, args=(fn, args, impl), rounds=1, iterations=1)
+    benchmark.extra_info.update(kind="memory", impl=impl, case=f"{fn}{args}", mib=mib)
+
+
+def test_numba_first_call(benchmark):
+    """First call of each Numba kernel in a fresh process, with an empty and with a warm cache."""
+    benchmark.group = "numba first call"
+    res = benchmark.pedantic(_bench.numba_first_call, rounds=1, iterations=1)
+    benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})

@@ -1,0 +1,251 @@
+"""Benchmark cases shared by ``turbometrics bench`` and the pytest-benchmark suites.
+
+Each case builds its own data and names the implementations to time:
+turbometrics itself, the oracle and PyTorch when installed, the pure-Python
+baseline of ``turbometrics.slow`` (on a few rows, scaled up, since it would
+take minutes on the full input), and a plain multi-threaded read of the same
+array: the physical limit of a one-pass kernel.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import turbometrics as tm
+from turbometrics import slow
+
+
+def have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@dataclass
+class Impl:
+    fn: Callable[[dict], Any]
+    role: str                 # "ours", "oracle", "torch", "slow", "read"
+    scale: float = 1.0        # multiply the measured time (slow/ runs on a subset of rows)
+    note: str = ""
+
+
+@dataclass
+class Case:
+    name: str
+    setup: Callable[[], dict]
+    impls: dict[str, Impl] = field(default_factory=dict)
+    bytes_read: Callable[[dict], int] | None = None   # for the effective bandwidth
+
+
+def _threads() -> int:
+    return os.cpu_count() or 1
+
+
+def _torch():
+    import torch
+
+    torch.set_num_threads(_threads())  # the same thread count as our kernels
+    return torch
+
+
+def _lm_data(n, v, pad=0.1, dtype=np.float32):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, v), dtype=np.float32)
+    x *= 3  # in place: no temporary the size of the logits
+    x = x.astype(dtype, copy=False)
+    t = rng.integers(0, v, n)
+    t[rng.random(n) < pad] = -100
+    d = {"x": x, "t": t}
+    if have("torch"):
+        torch = _torch()
+        d["xt"], d["tt"] = torch.from_numpy(x), torch.from_numpy(t)
+    return d
+
+
+def _read(d):
+    """A plain multi-threaded read of the whole array (torch.sum; numpy's sum is single-threaded)."""
+    return float(d["xt"].sum()) if "xt" in d else float(d["x"].sum())
+
+
+def _slow_subset(rows: int, fn: Callable[[dict, int], Any], total: int) -> Impl:
+    return Impl(lambda d: fn(d, rows), "slow", total / rows, f"{rows} rows, scaled x{total / rows:g}")
+
+
+def perplexity_case(n: int, v: int) -> Case:
+    c = Case(f"perplexity f32 ({n}, {v}), 10% padding", lambda: _lm_data(n, v),
+             bytes_read=lambda d: d["x"].nbytes)
+    c.impls["turbometrics"] = Impl(lambda d: tm.perplexity(d["x"], d["t"], ignore_index=-100), "ours")
+    if have("torch"):
+        def ce(d):
+            F = _torch().nn.functional
+            return float(F.cross_entropy(d["xt"], d["tt"], ignore_index=-100).exp())
+        c.impls["torch cross_entropy"] = Impl(ce, "torch")
+    if have("torchmetrics") and n * v <= 64 * 2**20:  # it materialises a softmax and a log of it
+        def tmx(d):
+            from torchmetrics.functional.text import perplexity
+            return float(perplexity(d["xt"][None], d["tt"][None], ignore_index=-100))
+        c.impls["torchmetrics"] = Impl(tmx, "oracle")
+    c.impls["slow"] = _slow_subset(4, lambda d, r: slow.perplexity(
+        d["x"][:r].tolist(), d["t"][:r].tolist(), ignore_index=-100), n)
+    c.impls["read (torch.sum)"] = Impl(_read, "read")
+    return c
+
+
+def _acc_data(n, c, k=5):
+    d = _lm_data(n, c, pad=0.0)
+    d["k"] = k
+    return d
+
+
+def topk_accuracy_case(n: int, c: int, with_sklearn: bool = True) -> Case:
+    case = Case(f"topk_accuracy k=5 f32 ({n}, {c})", lambda: _acc_data(n, c),
+                bytes_read=lambda d: d["x"].nbytes)
+    case.impls["turbometrics"] = Impl(lambda d: tm.topk_accuracy(d["x"], d["t"], k=d["k"]), "ours")
+    if with_sklearn and have("sklearn"):
+        def sk(d):
+            from sklearn.metrics import top_k_accuracy_score
+            return top_k_accuracy_score(d["t"], d["x"], k=d["k"], labels=np.arange(c))
+        case.impls["sklearn"] = Impl(sk, "oracle")
+    if have("torch"):
+        def tt(d):
+            idx = _torch().topk(d["xt"], d["k"]).indices
+            return float((idx == d["tt"][:, None]).any(1).double().mean())
+        case.impls["torch.topk accuracy"] = Impl(tt, "torch")
+    case.impls["slow"] = _slow_subset(min(n, 16), lambda d, r: slow.topk_accuracy(
+        d["x"][:r].tolist(), d["t"][:r].tolist(), k=d["k"]), n)
+    case.impls["read (torch.sum)"] = Impl(_read, "read")
+    return case
+
+
+def topk_case(n: int, v: int, k: int = 50) -> Case:
+    case = Case(f"topk k={k} f32 ({n}, {v})", lambda: _lm_data(n, v, pad=0.0),
+                bytes_read=lambda d: d["x"].nbytes)
+    case.impls["turbometrics"] = Impl(lambda d: tm.topk(d["x"], k), "ours")
+    if have("torch"):
+        case.impls["torch.topk"] = Impl(lambda d: _torch().topk(d["xt"], k), "oracle")
+
+    def argpartition(d):
+        x = d["x"]
+        part = np.argpartition(-x, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(x, part, 1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        return np.take_along_axis(vals, order, 1), np.take_along_axis(part, order, 1)
+    case.impls["np.argpartition + sort"] = Impl(argpartition, "baseline")
+    case.impls["slow"] = _slow_subset(4, lambda d, r: slow.topk(d["x"][:r].tolist(), k), n)
+    case.impls["read (torch.sum)"] = Impl(_read, "read")
+    return case
+
+
+def cases(quick: bool) -> list[Case]:
+    if quick:
+        return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
+                topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000)]
+    return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
+            topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256)]
+
+
+def best_time(fn: Callable[[], Any], repeat: int) -> float:
+    fn()  # warm-up: JIT, caches, page faults
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# ---------------------------------------------------------------- memory and first-call cost
+
+def _rss_mib(field: str = "VmHWM") -> float:
+    """Peak (VmHWM) or current (VmRSS) resident memory of this process, from /proc (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak_rss() -> None:
+    """Make VmHWM restart from the current RSS, so setup's temporaries do not mask the peak."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def extra_memory_mib(case_fn: str, args: tuple, impl: str) -> float:
+    """Peak resident memory an implementation adds on top of its input, measured in a fresh process."""
+    code = (f"import json, turbometrics._bench as b\n"
+            f"c = b.{case_fn}(*{args!r}); d = c.setup(); f = c.impls[{impl!r}].fn\n"
+            f"b._reset_peak_rss(); before = b._rss_mib('VmRSS'); f(d)\n"
+            f"print(json.dumps(b._rss_mib('VmHWM') - before))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_FIRST_CALL = """
+import time, json, numpy as np
+t0 = time.perf_counter()
+import turbometrics as tm
+t1 = time.perf_counter()
+x = np.random.default_rng(0).standard_normal((64, 1000)).astype({dtype!r}); t = np.zeros(64, np.int64)
+t2 = time.perf_counter(); tm.target_rank(x, t); t3 = time.perf_counter(); tm.target_rank(x, t); t4 = time.perf_counter()
+print(json.dumps({{"import": t1 - t0, "first": t3 - t2, "second": t4 - t3}}))
+"""
+
+NUMBA_KERNELS = {"rank_rows (float32)": "float32", "rank_rows_half (float16)": "float16"}
+
+
+def numba_first_call() -> dict[str, dict[str, float]]:
+    """First-call seconds of each Numba kernel in a fresh process: cold (empty cache) and warm."""
+    res = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        for label, dtype in NUMBA_KERNELS.items():
+            for state in ("cold", "warm"):
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL.format(dtype=dtype)], env=env,
+                                     capture_output=True, text=True, check=True)
+                res.setdefault(label, {})[state] = json.loads(out.stdout.strip().splitlines()[-1])["first"]
+    return res
+
+
+# ---------------------------------------------------------------- the `turbometrics bench` report
+
+def run(quick: bool = True, repeat: int = 3, out=sys.stdout) -> list[dict]:
+    """Time every case and print a table of seconds and speed-ups of turbometrics against each."""
+    rows = []
+    print(f"turbometrics {tm.__version__} bench ({'quick' if quick else 'full'} sizes, "
+          f"{_threads()} threads, best of {repeat})", file=out)
+    for case in cases(quick):
+        d = case.setup()
+        print(f"\n{case.name}", file=out)
+        times = {}
+        for name, impl in case.impls.items():
+            times[name] = best_time(lambda: impl.fn(d), 1 if impl.role == "slow" else repeat) * impl.scale
+        ours = times["turbometrics"]
+        for name, impl in case.impls.items():
+            t = times[name]
+            extra = ""
+            if name == "turbometrics":
+                extra = "1.0x"
+            elif impl.role == "read":
+                extra = f"ours / read = {ours / t:.2f}"
+            else:
+                extra = f"{t / ours:,.1f}x faster" if t >= ours else f"{ours / t:.2f}x slower"
+            if case.bytes_read and impl.role in ("ours", "read"):
+                extra += f"   {case.bytes_read(d) / t / 1e9:.1f} GB/s"
+            note = f"  ({impl.note})" if impl.note else ""
+            print(f"  {name:<26}{t:>10.4f} s   {extra}{note}", file=out)
+            rows.append({"case": case.name, "impl": name, "role": impl.role, "seconds": t,
+                         "speedup": t / ours})
+        del d
+    return rows
+
+
+if __name__ == "__main__":
+    run(quick="--full" not in sys.argv)
