@@ -74,6 +74,10 @@ def _read(d):
     return float(d["xt"].sum()) if "xt" in d else float(d["x"].sum())
 
 
+def _read_impl() -> Impl:
+    return Impl(_read, "read", note="torch.sum, all threads" if have("torch") else "numpy sum, 1 thread")
+
+
 def _slow_subset(rows: int, fn: Callable[[dict, int], Any], total: int) -> Impl:
     return Impl(lambda d: fn(d, rows), "slow", total / rows, f"{rows} rows, scaled x{total / rows:g}")
 
@@ -94,7 +98,7 @@ def perplexity_case(n: int, v: int) -> Case:
         c.impls["torchmetrics"] = Impl(tmx, "oracle")
     c.impls["slow"] = _slow_subset(4, lambda d, r: slow.perplexity(
         d["x"][:r].tolist(), d["t"][:r].tolist(), ignore_index=-100), n)
-    c.impls["read (torch.sum)"] = Impl(_read, "read")
+    c.impls["read"] = _read_impl()
     return c
 
 
@@ -120,7 +124,7 @@ def topk_accuracy_case(n: int, c: int, with_sklearn: bool = True) -> Case:
         case.impls["torch.topk accuracy"] = Impl(tt, "torch")
     case.impls["slow"] = _slow_subset(min(n, 16), lambda d, r: slow.topk_accuracy(
         d["x"][:r].tolist(), d["t"][:r].tolist(), k=d["k"]), n)
-    case.impls["read (torch.sum)"] = Impl(_read, "read")
+    case.impls["read"] = _read_impl()
     return case
 
 
@@ -139,7 +143,7 @@ def topk_case(n: int, v: int, k: int = 50) -> Case:
         return np.take_along_axis(vals, order, 1), np.take_along_axis(part, order, 1)
     case.impls["np.argpartition + sort"] = Impl(argpartition, "baseline")
     case.impls["slow"] = _slow_subset(4, lambda d, r: slow.topk(d["x"][:r].tolist(), k), n)
-    case.impls["read (torch.sum)"] = Impl(_read, "read")
+    case.impls["read"] = _read_impl()
     return case
 
 
