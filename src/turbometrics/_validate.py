@@ -86,6 +86,8 @@ def as_array(x: Any, name: str) -> Array:
 
 
 def _from_numpy(a: np.ndarray, name: str, torch_in: bool = False) -> Array:
+    if not a.dtype.isnative:  # big-endian data: the kernels read native numbers
+        a = a.astype(a.dtype.newbyteorder("="))
     dt = a.dtype
     if dt.name == "bfloat16":  # ml_dtypes
         return Array(a.view(np.uint16), BF16, dt, torch_in)

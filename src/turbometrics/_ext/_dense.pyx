@@ -34,6 +34,8 @@ cdef Rows _rows(object x, int code) except *:
 
 def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
     """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,); rows whose target is < 0 give 0."""
+    if not 0 <= code <= 3:
+        raise ValueError("token NLL needs floating-point logits")
     cdef Rows r = _rows(x, code)
     if targets.shape[0] != r.B * r.T:
         raise ValueError("targets must hold one entry per row")
