@@ -39,6 +39,15 @@ extensions = [
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),
+    Extension(
+        "turbometrics._ext._text",
+        ["src/turbometrics/_ext/_text.pyx"],
+        language="c++",
+        include_dirs=["src/turbometrics/_ext"],
+        depends=["src/turbometrics/_ext/text.hpp"],
+        extra_compile_args=OPT + omp,
+        extra_link_args=omp,
+    ),
 ]
 
 setup(

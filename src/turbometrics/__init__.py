@@ -6,6 +6,7 @@ torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
+from .text import BLEUScore, corpus_bleu, segment_bleu, sentence_bleu, tokenize
 
 __version__ = "0.1.0"
 
@@ -13,4 +14,5 @@ __all__ = [
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll",
+    "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "tokenize",
 ]

@@ -225,3 +225,60 @@ def wrap(out: np.ndarray, like: Array):
             return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(out)
     return out
+
+
+# ---------------------------------------------------------------- text
+
+def check_str(s: Any, name: str) -> str:
+    if not isinstance(s, str):
+        raise TypeError(f"{name} must be a str, got {type(s).__name__}")
+    return s
+
+
+def as_texts(texts: Any, name: str) -> list[str]:
+    """A list of str from any sequence of str; a bare string is an error, not a sequence of characters."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a list of strings, not a single {type(texts).__name__}")
+    try:
+        out = list(texts)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}") from None
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}")
+    return out
+
+
+def as_reference_streams(references: Any, n: int, name: str = "references") -> list[list]:
+    """sacrebleu's layout: a list of streams, each with one str (or None) per hypothesis.
+
+    Every segment needs at least one reference; streams of the wrong length
+    are an error (sacrebleu would silently truncate).
+    """
+    if isinstance(references, (str, bytes)):
+        raise TypeError(f"{name} must be a list of reference streams (lists of strings), not a str")
+    try:
+        streams = list(references)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of reference streams, got {type(references).__name__}") from None
+    if not streams:
+        raise ValueError(f"{name} is empty: give at least one reference stream")
+    out = []
+    for j, stream in enumerate(streams):
+        if isinstance(stream, (str, bytes)):
+            raise TypeError(f"{name}[{j}] must be a stream (list) of strings, not a str; "
+                            f"for one reference per segment pass [refs]")
+        try:
+            s = list(stream)
+        except TypeError:
+            raise TypeError(f"{name}[{j}] must be a list of strings, got {type(stream).__name__}") from None
+        if len(s) != n:
+            raise ValueError(f"{name}[{j}] has {len(s)} segments but there are {n} hypotheses")
+        for i, r in enumerate(s):
+            if r is not None and not isinstance(r, str):
+                raise TypeError(f"{name}[{j}][{i}] must be a str or None, got {type(r).__name__}")
+        out.append(s)
+    missing = [i for i in range(n) if all(s[i] is None for s in out)]
+    if missing:
+        raise ValueError(f"segment {missing[0]} has no reference (every entry is None)")
+    return out

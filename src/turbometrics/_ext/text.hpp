@@ -317,32 +317,65 @@ static double py_sum(const double* v, int n, bool neumaier) {
 
 enum Smooth : int { SM_NONE = 0, SM_FLOOR = 1, SM_ADDK = 2, SM_EXP = 3 };
 
-// sacrebleu's compute_bleu, operation for operation (score only).
+// sacrebleu's compute_bleu, operation for operation. st = [sys_len, ref_len,
+// correct_1..N, total_1..N]. Fills prec (percent), and correct/total as
+// sacrebleu reports them (add-k adds k to the orders it reached); returns the
+// score and sets *bp_out.
 static double bleu_score(const int64_t* st, int N, int smooth, double smooth_value, bool effective,
-                         bool neumaier, double* prec /* N scratch */) {
+                         bool neumaier, double* prec, double* correct, double* total, double* bp_out) {
   const double sys_len = (double)st[0], ref_len = (double)st[1];
   double bp = 1.0;
   if (st[0] < st[1]) bp = st[0] > 0 ? std::exp(1.0 - ref_len / sys_len) : 0.0;
+  *bp_out = bp;
   bool any = false;
-  for (int n = 0; n < N; ++n) any |= st[2 + n] != 0;
-  for (int n = 0; n < N; ++n) prec[n] = 0.0;
-  if (!any) return 0.0;
+  for (int n = 0; n < N; ++n) {
+    correct[n] = (double)st[2 + n];
+    total[n] = (double)st[2 + N + n];
+    prec[n] = 0.0;
+    any |= st[2 + n] != 0;
+  }
+  if (!any) return 0.0;  // checked before any smoothing (sacrebleu #141)
   double smooth_mteval = 1.0;
   int eff = N;
   for (int n = 1; n <= N; ++n) {
-    double correct = (double)st[1 + n], total = (double)st[1 + N + n];
-    if (smooth == SM_ADDK && n > 1) { correct += smooth_value; total += smooth_value; }
-    if (total == 0) break;
+    if (smooth == SM_ADDK && n > 1) { correct[n - 1] += smooth_value; total[n - 1] += smooth_value; }
+    if (total[n - 1] == 0) break;
     if (effective) eff = n;
-    if (correct == 0) {
-      if (smooth == SM_EXP) { smooth_mteval *= 2; prec[n - 1] = 100. / (smooth_mteval * total); }
-      else if (smooth == SM_FLOOR) prec[n - 1] = 100. * smooth_value / total;
+    if (correct[n - 1] == 0) {
+      if (smooth == SM_EXP) { smooth_mteval *= 2; prec[n - 1] = 100. / (smooth_mteval * total[n - 1]); }
+      else if (smooth == SM_FLOOR) prec[n - 1] = 100. * smooth_value / total[n - 1];
     } else {
-      prec[n - 1] = 100. * correct / total;
+      prec[n - 1] = 100. * correct[n - 1] / total[n - 1];
     }
   }
-  for (int n = 0; n < eff; ++n) prec[n] = prec[n] == 0.0 ? -9999999999.0 : std::log(prec[n]);
-  return bp * std::exp(py_sum(prec, eff, neumaier) / eff);
+  std::vector<double> logs(eff);
+  for (int n = 0; n < eff; ++n) logs[n] = prec[n] == 0.0 ? -9999999999.0 : std::log(prec[n]);
+  return bp * std::exp(py_sum(logs.data(), eff, neumaier) / eff);
+}
+
+}  // namespace tmt
+
+namespace tmt {
+
+// Statistics of every segment, parallel over segments. refs is n x R (row per segment).
+static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int N,
+                              int64_t* out, int nthreads) {
+  const int64_t W = 2 + 2 * (int64_t)N;
+#pragma omp parallel num_threads(nthreads)
+  {
+    BleuWork w;
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < n; ++i) bleu_segment(hyps[i], refs + i * R, R, tok, N, w, out + i * W);
+  }
+}
+
+static inline void bleu_scores(const int64_t* stats, int64_t n, int N, int smooth, double smooth_value,
+                               bool effective, bool neumaier, double* out) {
+  std::vector<double> prec(N), correct(N), total(N);
+  double bp;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bleu_score(stats + i * (2 + 2 * (int64_t)N), N, smooth, smooth_value, effective, neumaier,
+                        prec.data(), correct.data(), total.data(), &bp);
 }
 
 }  // namespace tmt

@@ -1,0 +1,126 @@
+# distutils: language = c++
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Cython bindings of the text kernels in text.hpp.
+
+Strings are passed as views of their PEP 393 storage; the lists that hold
+them stay referenced for the whole call, so the views stay valid while the
+GIL is released. Callers (turbometrics.text) validate types and lengths.
+"""
+import sys
+
+import numpy as np
+from libc.stdint cimport int64_t
+from libcpp cimport bool as cbool
+from libcpp.vector cimport vector
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object)
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+
+cdef extern from "text.hpp" namespace "tmt":
+    cdef cppclass StrView:
+        const void* data
+        int64_t len
+        int kind
+    cdef cppclass Tokens:
+        vector[unsigned int] text
+        vector[int] start
+        vector[int] len
+    cdef cppclass Scratch:
+        pass
+    void c_tokenize "tmt::tokenize"(const StrView& s, int tok, Scratch& w, Tokens& out) nogil
+    void c_bleu_stats "tmt::bleu_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok,
+                                        int N, int64_t* out, int nthreads) nogil
+    double c_bleu_score "tmt::bleu_score"(const int64_t* st, int N, int smooth, double smooth_value,
+                                          cbool effective, cbool neumaier, double* prec, double* correct,
+                                          double* total, double* bp) nogil
+    void c_bleu_scores "tmt::bleu_scores"(const int64_t* stats, int64_t n, int N, int smooth,
+                                          double smooth_value, cbool effective, cbool neumaier,
+                                          double* out) nogil
+
+# Python's sum() of floats became Neumaier-compensated in 3.12; sacrebleu's
+# sentence scores follow the running interpreter, and so do ours.
+cdef cbool NEUMAIER = sys.version_info >= (3, 12)
+
+
+cdef inline StrView _view(object s):
+    cdef StrView v
+    if s is None:
+        v.data = NULL
+        v.len = 0
+        v.kind = 1
+    else:
+        v.data = PyUnicode_DATA(s)
+        v.len = PyUnicode_GET_LENGTH(s)
+        v.kind = PyUnicode_KIND(s)
+    return v
+
+
+def tokenize(str text, int tok):
+    """The tokens of one string (after rstrip), as a list of str."""
+    cdef Scratch w
+    cdef Tokens t
+    cdef StrView v = _view(text)
+    c_tokenize(v, tok, w, t)
+    cdef size_t i
+    return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]
+
+
+def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int nthreads):
+    """Per-segment [hyp_len, ref_len, correct_1..N, total_1..N] (int64, n x (2+2N)).
+
+    ``hyps``: n str; ``refs``: R lists of n (str or None), at least one str per segment.
+    """
+    if lowercase:  # full Unicode str.lower(), as sacrebleu; the new lists keep the strings alive
+        hyps = [h.lower() for h in hyps]
+        refs = [[s.lower() if s is not None else None for s in stream] for stream in refs]
+    cdef Py_ssize_t n = len(hyps), R = len(refs), i, r
+    for r in range(R):
+        if len(refs[r]) != n:
+            raise ValueError("every reference stream must have one entry per hypothesis")
+    if max_order < 1:
+        raise ValueError("max_order must be >= 1")
+    cdef vector[StrView] hv
+    cdef vector[StrView] rv
+    hv.resize(n)
+    rv.resize(n * R)
+    for i in range(n):
+        hv[i] = _view(<str?>hyps[i])
+        for r in range(R):
+            s = refs[r][i]
+            rv[i * R + r] = _view(<str?>s if s is not None else None)
+    out = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        if n > 0:
+            c_bleu_stats(hv.data(), rv.data(), n, <int>R, tok, max_order, &o[0, 0], nthreads)
+    return out
+
+
+def bleu_scores(const int64_t[:, ::1] stats, int max_order, int smooth, double smooth_value, bint effective):
+    """sacrebleu's score for each row of statistics (float64)."""
+    if stats.shape[1] != 2 + 2 * max_order:
+        raise ValueError("statistics do not match max_order")
+    out = np.zeros(stats.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    with nogil:
+        if stats.shape[0] > 0:
+            c_bleu_scores(&stats[0, 0], stats.shape[0], max_order, smooth, smooth_value, effective, NEUMAIER,
+                          &o[0])
+    return out
+
+
+def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_value, bint effective):
+    """(score, bp, precisions, counts, totals) for one row of (summed) statistics."""
+    if st.shape[0] != 2 + 2 * max_order:
+        raise ValueError("statistics do not match max_order")
+    cdef vector[double] prec, correct, total
+    prec.resize(max_order)
+    correct.resize(max_order)
+    total.resize(max_order)
+    cdef double bp
+    cdef double score = c_bleu_score(&st[0], max_order, smooth, smooth_value, effective, NEUMAIER,
+                                     prec.data(), correct.data(), total.data(), &bp)
+    return score, bp, list(prec), list(correct), list(total)

@@ -1,0 +1,26 @@
+"""Tokenizers: exactly the tokens the metrics see (sacrebleu's, applied after ``rstrip()``)."""
+from __future__ import annotations
+
+from .. import _validate as V
+from .._ext import _text
+
+# name -> kernel code (text.hpp: tmt::Tokenizer)
+TOKENIZERS = {"13a": 0, "char": 1, "none": 2}
+PLANNED = ("intl", "zh", "rouge", "rouge-stem")
+
+
+def tokenizer_code(name: str) -> int:
+    if name in PLANNED:
+        raise ValueError(f"tokenizer {name!r} is not implemented yet; available: {', '.join(TOKENIZERS)}")
+    return TOKENIZERS[V.check_choice(name, "tokenize", tuple(TOKENIZERS))]
+
+
+def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
+    """The tokens of ``text`` as sacrebleu's tokenizer of that name produces them (then ``split()``).
+
+    ``"13a"`` (mteval-v13a, sacrebleu's default), ``"char"`` (every non-space
+    character), ``"none"`` (whitespace split). Trailing whitespace is stripped
+    first, as sacrebleu does before tokenizing.
+    """
+    code = tokenizer_code(tokenizer)
+    return _text.tokenize(V.check_str(text, "text"), code)
