@@ -1,5 +1,27 @@
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+# Real test data lives beside the project root (../shared/data), or where TURBOMETRICS_DATA points.
+DATA = Path(os.environ.get("TURBOMETRICS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def read_lines(path: Path) -> list[str]:
+    """One segment a line, exactly (no splitlines(): it would also split on U+2028 and friends)."""
+    text = path.read_text(encoding="utf-8")
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+
+
+@pytest.fixture(scope="session")
+def wmt17():
+    """{"ref": [...], "systems": {name: [...]}} from the WMT17 en-de test set."""
+    d = DATA / "wmt17-en-de"
+    if not d.is_dir():
+        pytest.fail(f"test data not found at {d}; set TURBOMETRICS_DATA to the shared data folder")
+    systems = {p.name.split(".")[0]: read_lines(p) for p in sorted(d.glob("*.hyp.de"))}
+    return {"ref": read_lines(d / "newstest2017.ref.de"), "systems": systems}
 
 
 @pytest.fixture

@@ -1,0 +1,176 @@
+"""BLEU and its tokenizers against sacrebleu: the WMT17 systems, every option, adversarial strings."""
+import itertools
+
+import pytest
+import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sacrebleu.metrics import BLEU
+
+import turbometrics as tm
+from turbometrics import slow
+
+TOKENIZERS = ["13a", "char", "none"]
+
+
+def assert_same(ours, theirs):
+    assert ours.counts == theirs.counts
+    assert ours.totals == theirs.totals
+    assert (ours.sys_len, ours.ref_len) == (theirs.sys_len, theirs.ref_len)
+    assert ours.precisions == theirs.precisions
+    assert ours.bp == theirs.bp
+    assert ours.score == theirs.score  # bit for bit
+
+
+@pytest.mark.parametrize("tokenize", TOKENIZERS)
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_corpus_bleu_every_wmt17_system(wmt17, tokenize, lowercase):
+    ref = wmt17["ref"]
+    for name, hyp in wmt17["systems"].items():
+        theirs = sacrebleu.corpus_bleu(hyp, [ref], tokenize=tokenize, lowercase=lowercase)
+        assert_same(tm.corpus_bleu(hyp, [ref], tokenize=tokenize, lowercase=lowercase), theirs)
+
+
+SMOOTHING = [("exp", None), ("none", None), ("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2),
+             ("add-k", 0.5)]
+
+
+@pytest.mark.parametrize("smooth_method,smooth_value", SMOOTHING)
+@pytest.mark.parametrize("order", [2, 4, 6])
+@pytest.mark.parametrize("effective_order", [False, True])
+def test_corpus_bleu_options_and_two_references(wmt17, smooth_method, smooth_value, order, effective_order):
+    systems = list(wmt17["systems"].values())
+    hyp, second = systems[0], systems[1]
+    for refs in ([wmt17["ref"]], [wmt17["ref"], second]):
+        theirs = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, max_ngram_order=order,
+                      effective_order=effective_order).corpus_score(hyp, refs)
+        ours = tm.corpus_bleu(hyp, refs, smooth_method=smooth_method, smooth_value=smooth_value,
+                              max_ngram_order=order, effective_order=effective_order)
+        assert_same(ours, theirs)
+
+
+def test_variable_number_of_references(wmt17):
+    systems = list(wmt17["systems"].values())
+    hyp = systems[2]
+    second = [s if i % 3 else None for i, s in enumerate(systems[3])]
+    theirs = sacrebleu.corpus_bleu(hyp, [wmt17["ref"], second])
+    ours = tm.corpus_bleu(hyp, [wmt17["ref"], second])
+    assert_same(ours, theirs)
+    assert "nrefs:var" in ours.signature
+
+
+def test_printing_and_signature(wmt17):
+    hyp = wmt17["systems"]["uedin-nmt"]
+    ours = tm.corpus_bleu(hyp, [wmt17["ref"]])
+    theirs = sacrebleu.corpus_bleu(hyp, [wmt17["ref"]])
+    assert str(ours) == str(theirs) and ours.format(width=1) == theirs.format(width=1)
+    assert ours.signature == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+    sig = BLEU(lowercase=True, smooth_method="floor")
+    sig.corpus_score(hyp, [wmt17["ref"]])
+    assert tm.corpus_bleu(hyp, [wmt17["ref"]], lowercase=True, smooth_method="floor").signature == \
+        str(sig.get_signature()).replace(sacrebleu.__version__, "2.6.0")
+
+
+@pytest.mark.parametrize("tokenize", TOKENIZERS)
+def test_segment_bleu_equals_a_loop_of_sentence_bleu(wmt17, tokenize):
+    ref = wmt17["ref"]
+    hyp = wmt17["systems"]["online-B"]
+    ours = tm.segment_bleu(hyp, [ref], tokenize=tokenize)
+    theirs = [sacrebleu.sentence_bleu(h, [r], tokenize=tokenize).score for h, r in zip(hyp, ref)]
+    assert ours.tolist() == theirs
+    for i in (0, 17, 1234):
+        assert_same(tm.sentence_bleu(hyp[i], [ref[i]], tokenize=tokenize),
+                    sacrebleu.sentence_bleu(hyp[i], [ref[i]], tokenize=tokenize))
+
+
+@pytest.mark.parametrize("smooth_method,smooth_value", SMOOTHING)
+def test_segment_bleu_every_smoothing_two_refs(wmt17, smooth_method, smooth_value):
+    hyp, second = wmt17["systems"]["xmu"][:600], wmt17["systems"]["KIT"][:600]
+    ref = wmt17["ref"][:600]
+    ours = tm.segment_bleu(hyp, [ref, second], smooth_method=smooth_method, smooth_value=smooth_value)
+    m = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, effective_order=True)
+    assert ours.tolist() == [m.sentence_score(h, [r, s]).score for h, r, s in zip(hyp, ref, second)]
+
+
+def test_known_values():
+    assert tm.sentence_bleu("the cat", ["the cat sat"]).score == pytest.approx(60.653065971263345)
+    assert tm.sentence_bleu("the cat", ["the cat sat"], effective_order=False).score == 0.0
+    assert tm.corpus_bleu([""], [[""]]).score == 0.0
+    assert tm.corpus_bleu(["a b c d"], [["a b c d"]]).score == sacrebleu.corpus_bleu(["a b c d"], [["a b c d"]]).score
+
+
+def test_slow_agrees(wmt17):
+    ref = wmt17["ref"][:300]
+    for hyp in itertools.islice(wmt17["systems"].values(), 3):
+        hyp = hyp[:300]
+        s, f = slow.corpus_bleu(hyp, [ref]), tm.corpus_bleu(hyp, [ref])
+        assert (s.counts, s.totals, s.sys_len, s.ref_len, s.score) == (f.counts, f.totals, f.sys_len, f.ref_len,
+                                                                       f.score)
+
+
+# ---------------------------------------------------------------- tokenizers on adversarial strings
+
+ADVERSARIAL = st.lists(st.one_of(
+    st.sampled_from(["<skipped>", "&quot;", "&amp;", "&lt;", "&gt;", "&amp;lt;", "&", "-\n", "\n", "--", "...",
+                     "1,000", "2.5", "3-4", "a-", "-5", "e.g.,", "It's", "\u2014", "\u201c", "\u201d", "\u00a0",
+                     "\u2028", "\u3000", "\x85", "\t", " ", "\u200b", "\ufeff", "İ", "ß", "ǅ", "\u0301",
+                     "e\u0301", "中文", "日本語", "한국어", "😀", "👍🏽", "\U0001f1e9\U0001f1ea", "\x1c", "\r\n",
+                     ".", ",", "-", "0", "9", "(", ")", "$", "%", "@", "/", "\\", "^", "`", "~", "{", "|"]),
+    st.text(max_size=6))).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=ADVERSARIAL)
+def test_tokenizers_match_sacrebleu(text):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from sacrebleu.tokenizers.tokenizer_char import TokenizerChar
+    from sacrebleu.tokenizers.tokenizer_none import NoneTokenizer
+
+    ref = {"13a": Tokenizer13a(), "char": TokenizerChar(), "none": NoneTokenizer()}
+    for name, tok in ref.items():
+        assert tm.tokenize(text, name) == tok(text.rstrip()).split(), name
+        assert tm.tokenize(text.lower(), name) == tok(text.lower().rstrip()).split(), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(hyp=ADVERSARIAL, r1=ADVERSARIAL, r2=st.one_of(st.none(), ADVERSARIAL),
+       tokenize=st.sampled_from(TOKENIZERS), lowercase=st.booleans())
+def test_bleu_matches_sacrebleu_on_adversarial_segments(hyp, r1, r2, tokenize, lowercase):
+    refs = [[r1], [r2]]
+    ours = tm.corpus_bleu([hyp], refs, tokenize=tokenize, lowercase=lowercase)
+    theirs = sacrebleu.corpus_bleu([hyp], refs, tokenize=tokenize, lowercase=lowercase)
+    assert_same(ours, theirs)
+    sent = tm.segment_bleu([hyp], refs, tokenize=tokenize, lowercase=lowercase)[0]
+    assert sent == sacrebleu.sentence_bleu(hyp, [r for r in (r1, r2) if r is not None], tokenize=tokenize,
+                                           lowercase=lowercase).score
+
+
+def test_every_code_point_splits_like_python():
+    text = "".join(chr(c) + "x" for c in range(0x3100) if not 0xD800 <= c < 0xE000)
+    assert tm.tokenize(text, "none") == text.rstrip().split()
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: tm.corpus_bleu(["a", "b"], [["a"]]), ValueError, r"references\[0\] has 1 segments but there are 2"),
+    (lambda: tm.corpus_bleu("a b", [["a b"]]), TypeError, "hypotheses must be a list of strings"),
+    (lambda: tm.corpus_bleu(["a"], ["a"]), TypeError, r"references\[0\] must be a stream"),
+    (lambda: tm.corpus_bleu(["a"], "a"), TypeError, "references must be a list of reference streams"),
+    (lambda: tm.corpus_bleu(["a", 3], [["a", "b"]]), TypeError, r"hypotheses\[1\] must be a str"),
+    (lambda: tm.corpus_bleu(["a"], [[b"a"]]), TypeError, r"references\[0\]\[0\] must be a str or None"),
+    (lambda: tm.corpus_bleu(["a"], [[None]]), ValueError, "segment 0 has no reference"),
+    (lambda: tm.corpus_bleu(["a"], []), ValueError, "references is empty"),
+    (lambda: tm.corpus_bleu(["a"], [["a"]], tokenize="moses"), ValueError, "tokenize must be one of"),
+    (lambda: tm.corpus_bleu(["a"], [["a"]], smooth_method="add-one"), ValueError, "smooth_method must be one of"),
+    (lambda: tm.corpus_bleu(["a"], [["a"]], max_ngram_order=0), ValueError, "max_ngram_order must be >= 1"),
+    (lambda: tm.corpus_bleu(["a"], [["a"]], smooth_value="1"), TypeError, "smooth_value must be a number"),
+    (lambda: tm.sentence_bleu(["a"], ["a"]), TypeError, "hypothesis must be a str"),
+    (lambda: tm.sentence_bleu("a", "a"), TypeError, "references must be a list of strings"),
+    (lambda: tm.sentence_bleu("a", []), ValueError, "references is empty"),
+    (lambda: tm.tokenize(["a"]), TypeError, "text must be a str"),
+    (lambda: tm.tokenize("a", "intl"), ValueError, "not implemented yet"),
+])
+def test_bad_text_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
