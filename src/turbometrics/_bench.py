@@ -147,12 +147,87 @@ def topk_case(n: int, v: int, k: int = 50) -> Case:
     return case
 
 
+# ---------------------------------------------------------------- text
+
+def zipf_corpus(n: int, seed: int = 0, vocab: int = 50000) -> tuple[list[str], list[str]]:
+    """``n`` (hypothesis, reference) pairs of Zipf-distributed words with punctuation and numbers.
+
+    References are 5-45 words; each hypothesis is its reference with about a
+    quarter of the words replaced, dropped or shuffled locally, so BLEU is
+    realistic (about 40-50) and the tokenizer meets commas, periods, quotes,
+    parentheses, hyphens and numbers like 1,000 / 3.5 / 2019-2020.
+    """
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("etaoinshrdlcumwfgypbvkjxqz"))
+    lengths = np.sort(rng.integers(2, 13, vocab))  # frequent words are short, as in real text
+    words = np.array(["".join(rng.choice(letters, k)) for k in lengths], dtype=object)
+    cap = rng.random(vocab) < 0.05
+    words[cap] = [w.capitalize() for w in words[cap]]
+    extras = np.array([",", ",", "(", ")", '"', "'s", "-", ":", "1,000", "3.5", "2019-2020", "42", "e.g.", "&amp;"],
+                      dtype=object)
+    p = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    p /= p.sum()
+    lens = rng.integers(8, 38, n)
+    total = int(lens.sum())
+    toks = words[rng.choice(vocab, total, p=p)]
+    punct = rng.random(total) < 0.1
+    toks[punct] = extras[rng.integers(0, len(extras), int(punct.sum()))]
+    subst = words[rng.choice(vocab, total, p=p)]
+    noise = rng.random(total)  # < 0.05 drop the word, < 0.25 replace it, else keep
+    kept = np.where(noise < 0.25, subst, toks)
+    ends = np.cumsum(lens).tolist()
+    starts = [0] + ends[:-1]
+    swap = rng.random(n) < 0.3
+    hyps, refs = [], []
+    for i, (a, b) in enumerate(zip(starts, ends)):
+        hyp = [w for w, z in zip(kept[a:b], noise[a:b]) if z >= 0.05]
+        if swap[i] and len(hyp) > 3:
+            hyp[1], hyp[2] = hyp[2], hyp[1]
+        refs.append(" ".join(toks[a:b]) + ".")
+        hyps.append(" ".join(hyp) + ".")
+    return hyps, refs
+
+
+def _text_data(n):
+    hyps, refs = zipf_corpus(n)
+    return {"hyps": hyps, "refs": refs}
+
+
+def corpus_bleu_case(n: int) -> Case:
+    c = Case(f"corpus_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.corpus_bleu(d["hyps"], [d["refs"]]).score, "ours")
+    if have("sacrebleu"):
+        def sb(d):
+            import sacrebleu
+            return sacrebleu.corpus_bleu(d["hyps"], [d["refs"]]).score
+        c.impls["sacrebleu"] = Impl(sb, "oracle")
+    rows = min(n, 2000)
+    c.impls["slow"] = _slow_subset(rows, lambda d, r: slow.corpus_bleu(d["hyps"][:r], [d["refs"][:r]]).score, n)
+    return c
+
+
+def segment_bleu_case(n: int) -> Case:
+    c = Case(f"segment_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.segment_bleu(d["hyps"], [d["refs"]]), "ours")
+    if have("sacrebleu"):
+        def sb(d):
+            from sacrebleu.metrics import BLEU
+            m = BLEU(effective_order=True)
+            return [m.sentence_score(h, [r]).score for h, r in zip(d["hyps"], d["refs"])]
+        c.impls["sacrebleu sentence_score loop"] = Impl(sb, "oracle")
+    rows = min(n, 2000)
+    c.impls["slow"] = _slow_subset(rows, lambda d, r: slow.segment_bleu(d["hyps"][:r], [d["refs"][:r]]), n)
+    return c
+
+
 def cases(quick: bool) -> list[Case]:
     if quick:
         return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
-                topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000)]
+                topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),
+                corpus_bleu_case(5000), segment_bleu_case(5000)]
     return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
-            topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256)]
+            topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
+            corpus_bleu_case(100000), segment_bleu_case(100000)]
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
