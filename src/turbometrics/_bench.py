@@ -220,14 +220,32 @@ def segment_bleu_case(n: int) -> Case:
     return c
 
 
+def corpus_chrf_case(n: int, word_order: int = 0) -> Case:
+    name = "chrF++" if word_order else "chrF"
+    c = Case(f"corpus {name}, 1 ref, {n:,} segments", lambda: _text_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.corpus_chrf(d["hyps"], [d["refs"]], word_order=word_order).score,
+                                   "ours")
+    if have("sacrebleu"):
+        def sb(d):
+            from sacrebleu.metrics import CHRF
+            return CHRF(word_order=word_order).corpus_score(d["hyps"], [d["refs"]]).score
+        c.impls["sacrebleu"] = Impl(sb, "oracle")
+    rows = min(n, 1000)
+    c.impls["slow"] = _slow_subset(rows, lambda d, r: slow.corpus_chrf(d["hyps"][:r], [d["refs"][:r]],
+                                                                       word_order=word_order), n)
+    return c
+
+
 def cases(quick: bool) -> list[Case]:
     if quick:
         return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
                 topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),
-                corpus_bleu_case(5000), segment_bleu_case(5000)]
+                corpus_bleu_case(5000), segment_bleu_case(5000), corpus_chrf_case(5000),
+                corpus_chrf_case(5000, word_order=2)]
     return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
             topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
-            corpus_bleu_case(100000), segment_bleu_case(100000)]
+            corpus_bleu_case(100000), segment_bleu_case(100000), corpus_chrf_case(100000),
+            corpus_chrf_case(100000, word_order=2)]
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -319,7 +337,7 @@ def run(quick: bool = True, repeat: int = 3, out=sys.stdout) -> list[dict]:
             if case.bytes_read and impl.role in ("ours", "read"):
                 extra += f"   {case.bytes_read(d) / t / 1e9:.1f} GB/s"
             note = f"  ({impl.note})" if impl.note else ""
-            print(f"  {name:<26}{t:>10.4f} s   {extra}{note}", file=out)
+            print(f"  {name:<30}{t:>10.4f} s   {extra}{note}", file=out)
             rows.append({"case": case.name, "impl": name, "role": impl.role, "seconds": t,
                          "speedup": t / ours})
         del d

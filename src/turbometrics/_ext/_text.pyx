@@ -36,6 +36,10 @@ cdef extern from "text.hpp" namespace "tmt":
     double c_bleu_score "tmt::bleu_score"(const int64_t* st, int N, int smooth, double smooth_value,
                                           cbool effective, cbool neumaier, double* prec, double* correct,
                                           double* total, double* bp) nogil
+    void c_chrf_stats "tmt::chrf_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
+                                        double beta, cbool whitespace, cbool eps_smoothing, int64_t* out,
+                                        int nthreads) nogil
+    double c_chrf_f "tmt::chrf_f"(const int64_t* st, int order, double beta, cbool eps_smoothing) nogil
     void c_bleu_scores "tmt::bleu_scores"(const int64_t* stats, int64_t n, int N, int smooth,
                                           double smooth_value, cbool effective, cbool neumaier,
                                           double* out) nogil
@@ -68,11 +72,8 @@ def tokenize(str text, int tok):
     return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]
 
 
-def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int nthreads):
-    """Per-segment [hyp_len, ref_len, correct_1..N, total_1..N] (int64, n x (2+2N)).
-
-    ``hyps``: n str; ``refs``: R lists of n (str or None), at least one str per segment.
-    """
+cdef _segment_views(list hyps, list refs, bint lowercase, vector[StrView]& hv, vector[StrView]& rv):
+    """Views of n hypotheses and R streams of n references (None = absent); returns the lists to keep alive."""
     if lowercase:  # full Unicode str.lower(), as sacrebleu; the new lists keep the strings alive
         hyps = [h.lower() for h in hyps]
         refs = [[s.lower() if s is not None else None for s in stream] for stream in refs]
@@ -80,10 +81,6 @@ def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int
     for r in range(R):
         if len(refs[r]) != n:
             raise ValueError("every reference stream must have one entry per hypothesis")
-    if max_order < 1:
-        raise ValueError("max_order must be >= 1")
-    cdef vector[StrView] hv
-    cdef vector[StrView] rv
     hv.resize(n)
     rv.resize(n * R)
     for i in range(n):
@@ -91,11 +88,57 @@ def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int
         for r in range(R):
             s = refs[r][i]
             rv[i * R + r] = _view(<str?>s if s is not None else None)
+    return hyps, refs
+
+
+def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int nthreads):
+    """Per-segment [hyp_len, ref_len, correct_1..N, total_1..N] (int64, n x (2+2N)).
+
+    ``hyps``: n str; ``refs``: R lists of n (str or None), at least one str per segment.
+    """
+    if max_order < 1:
+        raise ValueError("max_order must be >= 1")
+    cdef vector[StrView] hv, rv
+    alive = _segment_views(hyps, refs, lowercase, hv, rv)
+    cdef int64_t n = hv.size(), R = len(refs)
     out = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
     cdef int64_t[:, ::1] o = out
     with nogil:
         if n > 0:
             c_bleu_stats(hv.data(), rv.data(), n, <int>R, tok, max_order, &o[0, 0], nthreads)
+    del alive
+    return out
+
+
+def chrf_stats(list hyps, list refs, int char_order, int word_order, double beta, bint whitespace,
+               bint eps_smoothing, bint lowercase, int nthreads):
+    """Per-segment chrF statistics: [hyp, ref, match] per order (chars, then words) of the best reference."""
+    if char_order < 0 or word_order < 0 or char_order + word_order < 1:
+        raise ValueError("chrF needs at least one n-gram order")
+    cdef vector[StrView] hv, rv
+    alive = _segment_views(hyps, refs, lowercase, hv, rv)
+    cdef int64_t n = hv.size(), R = len(refs)
+    out = np.zeros((n, 3 * (char_order + word_order)), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        if n > 0:
+            c_chrf_stats(hv.data(), rv.data(), n, <int>R, char_order, word_order, beta, whitespace, eps_smoothing,
+                         &o[0, 0], nthreads)
+    del alive
+    return out
+
+
+def chrf_scores(const int64_t[:, ::1] stats, double beta, bint eps_smoothing):
+    """sacrebleu's chrF score of each row of statistics (float64)."""
+    if stats.shape[1] % 3 or stats.shape[1] == 0:
+        raise ValueError("chrF statistics come in triples")
+    cdef int order = stats.shape[1] // 3
+    out = np.zeros(stats.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(stats.shape[0]):
+            o[i] = c_chrf_f(&stats[i, 0], order, beta, eps_smoothing)
     return out
 
 

@@ -217,16 +217,76 @@ struct TokenIds {
   }
 };
 
+// ---------------------------------------------------------------- n-gram levels
+
+// N-gram ids over several sequences at once (a hypothesis and its references),
+// exact and dense: level 1 ids are the unigram ids; the (n+1)-gram starting at
+// i gets the id of the pair (n-gram id at i, unigram id at i+n). Ids at each
+// level are 0..n_ids-1, so counting uses plain arrays.
+struct Levels {
+  std::vector<std::vector<int32_t>> uni, gram;  // per sequence
+  std::vector<int32_t> cnt, cnt2;               // scratch counters, all zero between uses
+  std::vector<int32_t> touched;
+  IdMap pairs;
+  int nseq = 0;
+  size_t n_ids = 0, total = 0;
+
+  void begin(int nseq_, size_t n_unigram_ids) {
+    nseq = nseq_;
+    if ((int)uni.size() < nseq) { uni.resize(nseq); gram.resize(nseq); }
+    total = 0;
+    for (int s = 0; s < nseq; ++s) { gram[s] = uni[s]; total += uni[s].size(); }
+    n_ids = n_unigram_ids;
+    fit();
+  }
+  void fit() { if (cnt.size() < n_ids + 1) { cnt.assign(n_ids + 1, 0); cnt2.assign(n_ids + 1, 0); } }
+  // ids of the n-grams of sequence s at the current level
+  const std::vector<int32_t>& at(int s) const { return gram[s]; }
+  // advance from n-grams to (n+1)-grams
+  void next(int n) {
+    pairs.reset(total);
+    for (int s = 0; s < nseq; ++s) {
+      std::vector<int32_t>& g = gram[s];
+      const int64_t m = (int64_t)uni[s].size() - n;
+      for (int64_t i = 0; i < m; ++i)
+        g[i] = pairs.id(((uint64_t)(uint32_t)g[i] << 32) | (uint32_t)uni[s][i + n]);
+      g.resize(m > 0 ? (size_t)m : 0);
+    }
+    n_ids = (size_t)pairs.next;
+    fit();
+  }
+  // sum over the distinct n-grams g of sequence a of min(count_a(g), count_b(g))
+  int64_t clipped(int a, int b) {
+    for (int32_t g : gram[b]) cnt2[g]++;
+    int64_t m = 0;
+    for (int32_t g : gram[a]) cnt[g]++;
+    for (int32_t g : gram[a]) if (cnt[g]) { m += std::min(cnt[g], cnt2[g]); cnt[g] = 0; }
+    for (int32_t g : gram[b]) cnt2[g] = 0;
+    return m;
+  }
+};
+
+// Map tokens to dense ids (exact) into lv.uni[s] for each token list.
+static void token_ids(const std::vector<Tokens>& toks, int nseq, TokenIds& tids, Levels& lv) {
+  size_t total = 0;
+  for (int s = 0; s < nseq; ++s) total += toks[s].size();
+  tids.reset(total);
+  if ((int)lv.uni.size() < nseq) { lv.uni.resize(nseq); lv.gram.resize(nseq); }
+  for (int s = 0; s < nseq; ++s) {
+    const Tokens& t = toks[s];
+    lv.uni[s].resize(t.size());
+    for (size_t i = 0; i < t.size(); ++i) lv.uni[s][i] = tids.id(t.text.data() + t.start[i], t.len[i]);
+  }
+}
+
 // ---------------------------------------------------------------- BLEU statistics
 
 struct BleuWork {
   Scratch scratch;
-  std::vector<Tokens> toks;               // [0] hypothesis, then the references present
-  std::vector<std::vector<int32_t>> uni;  // token ids per sequence
-  std::vector<std::vector<int32_t>> gram; // current n-gram ids per sequence
-  std::vector<int32_t> cnt_h, cnt_r, refmax, touched;
+  std::vector<Tokens> toks;  // [0] hypothesis, then the references present
   TokenIds tids;
-  IdMap pairs;
+  Levels lv;
+  std::vector<int32_t> refmax;
 };
 
 // out = [hyp_len, ref_len, correct_1..N, total_1..N] for one segment.
@@ -238,66 +298,149 @@ static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   tokenize(hyp, tok, w.scratch, w.toks[0]);
   for (int r = 0; r < nrefs; ++r)
     if (refs[r].data) tokenize(refs[r], tok, w.scratch, w.toks[nseq++]);
-  size_t total_tokens = 0;
-  for (int s = 0; s < nseq; ++s) total_tokens += w.toks[s].size();
-  if ((int)w.uni.size() < nseq) { w.uni.resize(nseq); w.gram.resize(nseq); }
-  w.tids.reset(total_tokens);
-  for (int s = 0; s < nseq; ++s) {
-    Tokens& t = w.toks[s];
-    w.uni[s].resize(t.size());
-    for (size_t i = 0; i < t.size(); ++i) w.uni[s][i] = w.tids.id(t.text.data() + t.start[i], t.len[i]);
-    w.gram[s] = w.uni[s];
-  }
+  token_ids(w.toks, nseq, w.tids, w.lv);
+  Levels& lv = w.lv;
+  lv.begin(nseq, (size_t)w.tids.next);
   const int64_t hyp_len = (int64_t)w.toks[0].size();
-  // closest reference length; on a tie the shorter
-  int64_t best_diff = -1, ref_len = -1;
+  int64_t best_diff = -1, ref_len = -1;  // closest reference length; on a tie the shorter
   for (int s = 1; s < nseq; ++s) {
     int64_t L = (int64_t)w.toks[s].size(), d = L > hyp_len ? L - hyp_len : hyp_len - L;
     if (best_diff < 0 || d < best_diff || (d == best_diff && L < ref_len)) { best_diff = d; ref_len = L; }
   }
   out[0] = hyp_len;
   out[1] = ref_len;
-  size_t n_ids = (size_t)w.tids.next;
   for (int n = 1; n <= N; ++n) {
-    if (w.cnt_h.size() < n_ids + 1) { w.cnt_h.assign(n_ids + 1, 0); w.cnt_r.assign(n_ids + 1, 0); w.refmax.assign(n_ids + 1, 0); }
-    const std::vector<int32_t>& gh = w.gram[0];
-    const int64_t nh = hyp_len - n + 1;
+    if (n > 1) lv.next(n - 1);
+    const std::vector<int32_t>& gh = lv.at(0);
     out[1 + n] = 0;
-    out[1 + N + n] = nh > 0 ? nh : 0;
-    if (nh > 0) {
-      for (int64_t i = 0; i < nh; ++i) w.cnt_h[gh[i]]++;
+    out[1 + N + n] = (int64_t)gh.size();
+    if (!gh.empty()) {
+      if (w.refmax.size() < lv.n_ids + 1) w.refmax.assign(lv.n_ids + 1, 0);
+      // clip by the maximum count over the references
       for (int s = 1; s < nseq; ++s) {
-        const int64_t nr = (int64_t)w.toks[s].size() - n + 1;
-        w.touched.clear();
-        for (int64_t i = 0; i < nr; ++i) {
-          int32_t g = w.gram[s][i];
-          if (w.cnt_r[g]++ == 0) w.touched.push_back(g);
-        }
-        for (int32_t g : w.touched) { w.refmax[g] = std::max(w.refmax[g], w.cnt_r[g]); w.cnt_r[g] = 0; }
+        lv.touched.clear();
+        for (int32_t g : lv.at(s)) if (lv.cnt2[g]++ == 0) lv.touched.push_back(g);
+        for (int32_t g : lv.touched) { w.refmax[g] = std::max(w.refmax[g], lv.cnt2[g]); lv.cnt2[g] = 0; }
       }
       int64_t correct = 0;
-      for (int64_t i = 0; i < nh; ++i) {
-        int32_t g = gh[i];
-        if (w.cnt_h[g]) { correct += std::min(w.cnt_h[g], w.refmax[g]); w.cnt_h[g] = 0; }
-      }
+      for (int32_t g : gh) lv.cnt[g]++;
+      for (int32_t g : gh) if (lv.cnt[g]) { correct += std::min(lv.cnt[g], w.refmax[g]); lv.cnt[g] = 0; }
       out[1 + n] = correct;
-      for (int s = 1; s < nseq; ++s) {
-        const int64_t nr = (int64_t)w.toks[s].size() - n + 1;
-        for (int64_t i = 0; i < nr; ++i) w.refmax[w.gram[s][i]] = 0;
+      for (int s = 1; s < nseq; ++s) for (int32_t g : lv.at(s)) w.refmax[g] = 0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- chrF statistics
+
+static inline bool is_ascii_punct(uint32_t c) {  // string.punctuation
+  return (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b && c <= 0x60) ||
+         (c >= 0x7b && c <= 0x7e);
+}
+
+// chrF's words: split(), then one leading or trailing ASCII punctuation mark
+// split off a word longer than one character (the trailing one first).
+static void chrf_words(const U32& s, Tokens& out) {
+  split_into(s, out);
+  std::vector<int32_t> start, len;
+  for (size_t i = 0; i < out.size(); ++i) {
+    int32_t a = out.start[i], L = out.len[i];
+    if (L > 1 && is_ascii_punct(out.text[a + L - 1])) {
+      start.push_back(a); len.push_back(L - 1);
+      start.push_back(a + L - 1); len.push_back(1);
+    } else if (L > 1 && is_ascii_punct(out.text[a])) {
+      start.push_back(a); len.push_back(1);
+      start.push_back(a + 1); len.push_back(L - 1);
+    } else {
+      start.push_back(a); len.push_back(L);
+    }
+  }
+  out.start.swap(start);
+  out.len.swap(len);
+}
+
+// Characters as tokens (whitespace removed unless `whitespace`).
+static void chrf_chars(const U32& s, bool whitespace, Tokens& out) {
+  out.clear();
+  out.text = s;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (whitespace || !is_space(s[i])) { out.start.push_back((int32_t)i); out.len.push_back(1); }
+}
+
+// sacrebleu's CHRF._compute_f_score, operation for operation. st: 3 ints per order.
+static double chrf_f(const int64_t* st, int order, double beta, bool eps_smoothing) {
+  const double eps = 1e-16, factor = beta * beta;
+  double score = 0.0, avg_prec = 0.0, avg_rec = 0.0;
+  int eff = 0;
+  for (int i = 0; i < order; ++i) {
+    const int64_t n_hyp = st[3 * i], n_ref = st[3 * i + 1], n_match = st[3 * i + 2];
+    const double prec = n_hyp > 0 ? (double)n_match / (double)n_hyp : eps;
+    const double rec = n_ref > 0 ? (double)n_match / (double)n_ref : eps;
+    const double denom = factor * prec + rec;
+    score += denom > 0 ? (1 + factor) * prec * rec / denom : eps;
+    if (n_hyp > 0 && n_ref > 0) { avg_prec += prec; avg_rec += rec; eff += 1; }
+  }
+  if (eps_smoothing) return 100 * score / order;
+  if (eff == 0) avg_prec = avg_rec = 0.0;
+  else { avg_prec /= eff; avg_rec /= eff; }
+  if (avg_prec + avg_rec != 0.0) {
+    double f = (1 + factor) * avg_prec * avg_rec;
+    f /= (factor * avg_prec) + avg_rec;
+    return 100 * f;
+  }
+  return 0.0;
+}
+
+struct ChrfWork {
+  std::vector<Tokens> chars, words;
+  std::vector<U32> text;
+  TokenIds tids;
+  Levels lv;
+  std::vector<int64_t> per_ref;
+};
+
+// Per-order [hyp, ref, match] triples of the reference with the best F (the first on ties).
+static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int nc, int nw, double beta,
+                         bool whitespace, bool eps_smoothing, ChrfWork& w, int64_t* out) {
+  const int order = nc + nw;
+  int nseq = 0;
+  if ((int)w.text.size() < nrefs + 1) { w.text.resize(nrefs + 1); w.chars.resize(nrefs + 1); w.words.resize(nrefs + 1); }
+  auto load = [&](const StrView& v) {
+    U32& t = w.text[nseq];
+    t.resize((size_t)v.len);
+    for (int64_t i = 0; i < v.len; ++i) t[i] = at(v, i);
+    chrf_chars(t, whitespace, w.chars[nseq]);
+    if (nw > 0) chrf_words(t, w.words[nseq]);
+    ++nseq;
+  };
+  load(hyp);
+  for (int r = 0; r < nrefs; ++r) if (refs[r].data) load(refs[r]);
+  const int R = nseq - 1;
+  w.per_ref.assign((size_t)R * 3 * order, 0);
+  auto count = [&](std::vector<Tokens>& toks, int N, int base) {
+    token_ids(toks, nseq, w.tids, w.lv);
+    w.lv.begin(nseq, (size_t)w.tids.next);
+    for (int n = 1; n <= N; ++n) {
+      if (n > 1) w.lv.next(n - 1);
+      const int64_t nh = (int64_t)w.lv.at(0).size();
+      for (int r = 1; r <= R; ++r) {
+        const int64_t nr = (int64_t)w.lv.at(r).size();
+        int64_t* st = &w.per_ref[((size_t)(r - 1) * order + base + n - 1) * 3];
+        st[0] = nr > 0 ? nh : 0;
+        st[1] = nr;
+        st[2] = (nh > 0 && nr > 0) ? w.lv.clipped(0, r) : 0;
       }
     }
-    if (n == N) break;
-    // (n+1)-gram id = id of the pair (n-gram id, next token id): exact, no hashing of tuples
-    w.pairs.reset(total_tokens);
-    for (int s = 0; s < nseq; ++s) {
-      std::vector<int32_t>& g = w.gram[s];
-      const int64_t m = (int64_t)w.toks[s].size() - n;  // number of (n+1)-grams
-      for (int64_t i = 0; i < m; ++i)
-        g[i] = w.pairs.id(((uint64_t)(uint32_t)g[i] << 32) | (uint32_t)w.uni[s][i + n]);
-      if (m >= 0) g.resize(m > 0 ? m : 0);
-    }
-    n_ids = (size_t)w.pairs.next;
+  };
+  count(w.chars, nc, 0);
+  if (nw > 0) count(w.words, nw, nc);
+  int best = 0;
+  double best_f = -1.0;
+  for (int r = 0; r < R; ++r) {
+    double f = chrf_f(&w.per_ref[(size_t)r * 3 * order], order, beta, eps_smoothing);
+    if (f > best_f) { best_f = f; best = r; }
   }
+  std::memcpy(out, &w.per_ref[(size_t)best * 3 * order], sizeof(int64_t) * 3 * order);
 }
 
 // Python's sum() of floats: left to right before 3.12, Neumaier-compensated since.
@@ -366,6 +509,18 @@ static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t 
     BleuWork w;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < n; ++i) bleu_segment(hyps[i], refs + i * R, R, tok, N, w, out + i * W);
+  }
+}
+
+static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
+                              double beta, bool whitespace, bool eps_smoothing, int64_t* out, int nthreads) {
+  const int64_t W = 3 * (int64_t)(nc + nw);
+#pragma omp parallel num_threads(nthreads)
+  {
+    ChrfWork w;
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < n; ++i)
+      chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
   }
 }
 

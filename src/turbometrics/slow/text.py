@@ -96,3 +96,74 @@ def segment_bleu(hypotheses, references, tokenize="13a", lowercase=False, smooth
     return [_score(_segment_stats(h, [r for r in refs if r is not None], tokenize, lowercase, max_ngram_order),
                    max_ngram_order, smooth_method, smooth_value, effective_order).score
             for h, *refs in zip(hypotheses, *references)]
+
+
+# ---------------------------------------------------------------- chrF
+
+_PUNCT = set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
+
+
+def _chrf_words(line: str) -> list[str]:
+    out = []
+    for w in line.split():
+        if len(w) > 1 and w[-1] in _PUNCT:
+            out += [w[:-1], w[-1]]
+        elif len(w) > 1 and w[0] in _PUNCT:
+            out += [w[0], w[1:]]
+        else:
+            out.append(w)
+    return out
+
+
+def _chrf_counters(line: str, nc: int, nw: int, whitespace: bool) -> list[Counter]:
+    chars = line if whitespace else "".join(line.split())
+    words = _chrf_words(line)
+    return ([Counter(chars[i:i + n] for i in range(len(chars) - n + 1)) for n in range(1, nc + 1)]
+            + [Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1)) for n in range(1, nw + 1)])
+
+
+def _chrf_f(stats: list[int], beta: float, eps_smoothing: bool) -> float:
+    factor, eps = beta ** 2, 1e-16
+    order = len(stats) // 3
+    score = avg_p = avg_r = 0.0
+    eff = 0
+    for i in range(order):
+        n_hyp, n_ref, n_match = stats[3 * i:3 * i + 3]
+        p = n_match / n_hyp if n_hyp > 0 else eps
+        r = n_match / n_ref if n_ref > 0 else eps
+        denom = factor * p + r
+        score += (1 + factor) * p * r / denom if denom > 0 else eps
+        if n_hyp > 0 and n_ref > 0:
+            avg_p, avg_r, eff = avg_p + p, avg_r + r, eff + 1
+    if eps_smoothing:
+        return 100 * score / order
+    if eff:
+        avg_p, avg_r = avg_p / eff, avg_r / eff
+    else:
+        avg_p = avg_r = 0.0
+    if avg_p + avg_r:
+        f = (1 + factor) * avg_p * avg_r
+        return 100 * (f / ((factor * avg_p) + avg_r))
+    return 0.0
+
+
+def _chrf_segment(hyp, refs, nc, nw, beta, lowercase, whitespace, eps_smoothing):
+    prep = (lambda s: s.lower() if lowercase else s)
+    h = _chrf_counters(prep(hyp), nc, nw, whitespace)
+    best, best_f = None, -1.0
+    for ref in refs:
+        r = _chrf_counters(prep(ref), nc, nw, whitespace)
+        stats = []
+        for hc, rc in zip(h, r):
+            stats += [sum(hc.values()) if rc else 0, sum(rc.values()), sum(min(c, rc[g]) for g, c in hc.items())]
+        f = _chrf_f(stats, beta, eps_smoothing)
+        if f > best_f:
+            best, best_f = stats, f
+    return best
+
+
+def corpus_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
+                eps_smoothing=False):
+    stats = [_chrf_segment(h, [r for r in refs if r is not None], char_order, word_order, beta, lowercase,
+                           whitespace, eps_smoothing) for h, *refs in zip(hypotheses, *references)]
+    return _chrf_f([sum(col) for col in zip(*stats)], beta, eps_smoothing)

@@ -1,0 +1,78 @@
+"""chrF / chrF++ against sacrebleu: every WMT17 system, every option, adversarial strings."""
+import pytest
+import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sacrebleu.metrics import CHRF
+
+import turbometrics as tm
+from test_bleu import ADVERSARIAL
+from turbometrics import slow
+
+
+@pytest.mark.parametrize("word_order", [0, 2])
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_corpus_chrf_every_wmt17_system(wmt17, word_order, lowercase):
+    for hyp in wmt17["systems"].values():
+        theirs = CHRF(word_order=word_order, lowercase=lowercase).corpus_score(hyp, [wmt17["ref"]])
+        ours = tm.corpus_chrf(hyp, [wmt17["ref"]], word_order=word_order, lowercase=lowercase)
+        assert ours.score == theirs.score and str(ours) == str(theirs)
+
+
+@pytest.mark.parametrize("opts", [dict(whitespace=True), dict(eps_smoothing=True), dict(beta=1), dict(beta=3),
+                                  dict(char_order=4, word_order=1), dict(char_order=0, word_order=3),
+                                  dict(word_order=2, eps_smoothing=True, whitespace=True)])
+def test_corpus_chrf_options_and_references(wmt17, opts):
+    systems = list(wmt17["systems"].values())
+    hyp = systems[4]
+    var = [s if i % 4 else None for i, s in enumerate(systems[5])]
+    for refs in ([wmt17["ref"]], [wmt17["ref"], systems[6]], [wmt17["ref"], var]):
+        theirs = CHRF(**opts).corpus_score(hyp, refs)
+        ours = tm.corpus_chrf(hyp, refs, **opts)
+        assert ours.score == theirs.score
+
+
+def test_signature_and_name(wmt17):
+    hyp = wmt17["systems"]["online-A"]
+    m = CHRF(word_order=2)
+    m.corpus_score(hyp, [wmt17["ref"]])
+    ours = tm.corpus_chrf(hyp, [wmt17["ref"]], word_order=2)
+    assert ours.name == "chrF2++"
+    assert ours.signature == str(m.get_signature()).replace(sacrebleu.__version__, "2.6.0")
+
+
+@pytest.mark.parametrize("word_order", [0, 2])
+def test_segment_chrf_equals_a_loop_of_sentence_chrf(wmt17, word_order):
+    hyp, ref, second = wmt17["systems"]["LIUM-NMT"], wmt17["ref"], wmt17["systems"]["SYSTRAN"]
+    ours = tm.segment_chrf(hyp, [ref, second], word_order=word_order)
+    m = CHRF(word_order=word_order)
+    assert ours.tolist() == [m.sentence_score(h, [r, s]).score for h, r, s in zip(hyp, ref, second)]
+    assert tm.sentence_chrf(hyp[5], [ref[5]]).score == sacrebleu.sentence_chrf(hyp[5], [ref[5]]).score
+
+
+@settings(max_examples=200, deadline=None)
+@given(hyp=ADVERSARIAL, r1=ADVERSARIAL, r2=st.one_of(st.none(), ADVERSARIAL), word_order=st.sampled_from([0, 2]),
+       lowercase=st.booleans(), whitespace=st.booleans(), eps=st.booleans())
+def test_chrf_matches_sacrebleu_on_adversarial_segments(hyp, r1, r2, word_order, lowercase, whitespace, eps):
+    refs = [[r1], [r2]]
+    kw = dict(word_order=word_order, lowercase=lowercase, whitespace=whitespace, eps_smoothing=eps)
+    assert tm.corpus_chrf([hyp], refs, **kw).score == CHRF(**kw).corpus_score([hyp], refs).score
+
+
+def test_slow_agrees(wmt17):
+    hyp, ref = wmt17["systems"]["FBK"][:300], wmt17["ref"][:300]
+    for kw in (dict(), dict(word_order=2, lowercase=True), dict(whitespace=True, eps_smoothing=True, beta=1)):
+        assert slow.corpus_chrf(hyp, [ref], **kw) == tm.corpus_chrf(hyp, [ref], **kw).score
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: tm.corpus_chrf(["a", "b"], [["a"]]), ValueError, "has 1 segments but there are 2"),
+    (lambda: tm.corpus_chrf("ab", [["ab"]]), TypeError, "hypotheses must be a list of strings"),
+    (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=0, word_order=0), ValueError, "at least one order"),
+    (lambda: tm.corpus_chrf(["a"], [["a"]], beta=0), ValueError, "beta must be a positive number"),
+    (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=2.5), TypeError, "char_order must be an integer"),
+    (lambda: tm.sentence_chrf("a", "a"), TypeError, "references must be a list of strings"),
+])
+def test_bad_chrf_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
