@@ -44,7 +44,7 @@ extensions = [
         ["src/turbometrics/_ext/_text.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/text.hpp"],
+        depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/unicode_tables.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),

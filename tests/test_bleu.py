@@ -10,7 +10,7 @@ from sacrebleu.metrics import BLEU
 import turbometrics as tm
 from turbometrics import slow
 
-TOKENIZERS = ["13a", "char", "none"]
+TOKENIZERS = ["13a", "intl", "zh", "char", "none"]
 
 
 def assert_same(ours, theirs):
@@ -122,11 +122,7 @@ ADVERSARIAL = st.lists(st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(text=ADVERSARIAL)
 def test_tokenizers_match_sacrebleu(text):
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-    from sacrebleu.tokenizers.tokenizer_char import TokenizerChar
-    from sacrebleu.tokenizers.tokenizer_none import NoneTokenizer
-
-    ref = {"13a": Tokenizer13a(), "char": TokenizerChar(), "none": NoneTokenizer()}
+    ref = sacrebleu_tokenizers()
     for name, tok in ref.items():
         assert tm.tokenize(text, name) == tok(text.rstrip()).split(), name
         assert tm.tokenize(text.lower(), name) == tok(text.lower().rstrip()).split(), name
@@ -143,6 +139,44 @@ def test_bleu_matches_sacrebleu_on_adversarial_segments(hyp, r1, r2, tokenize, l
     sent = tm.segment_bleu([hyp], refs, tokenize=tokenize, lowercase=lowercase)[0]
     assert sent == sacrebleu.sentence_bleu(hyp, [r for r in (r1, r2) if r is not None], tokenize=tokenize,
                                            lowercase=lowercase).score
+
+
+def every_code_point(pattern: str) -> str:
+    return "".join(pattern.format(c=chr(c)) for c in range(0x110000))
+
+
+def sacrebleu_tokenizers():
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+    from sacrebleu.tokenizers.tokenizer_char import TokenizerChar
+    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
+    from sacrebleu.tokenizers.tokenizer_none import NoneTokenizer
+    from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
+
+    return {"13a": Tokenizer13a(), "char": TokenizerChar(), "none": NoneTokenizer(),
+            "intl": TokenizerV14International(), "zh": TokenizerZh()}
+
+
+@pytest.mark.parametrize("name", ["intl", "zh", "13a"])
+def test_every_code_point_tokenizes_like_sacrebleu(name):
+    """Each code point between letters, digits and dots: the Unicode classes and ranges agree everywhere."""
+    text = "".join(f"a{c}1{c}b{c}.{c} " for c in map(chr, range(0x110000)))
+    assert tm.tokenize(text, name) == sacrebleu_tokenizers()[name](text.rstrip()).split()
+
+
+def test_intl_tables_come_from_the_installed_regex():
+    import regex
+
+    from turbometrics.text.tokenizers import REGEX_VERSION
+    assert regex.__version__ == REGEX_VERSION, "regenerate with tools/gen_unicode_tables.py"
+
+
+def test_zh_reproduces_the_range_quirk():
+    from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
+
+    for text in ("a“b”c", "x→y", "𠀀𠀁", "a⾅b", "2001 x"):
+        assert tm.tokenize(text, "zh") == TokenizerZh()(text).split()
+    assert tm.tokenize("a“b", "zh") == ["a", "“", "b"]      # U+201C counts as Chinese
+    assert tm.tokenize("𠀀𠀁", "zh") == ["𠀀𠀁"]  # real ext. B does not
 
 
 def test_every_code_point_splits_like_python():
@@ -169,7 +203,8 @@ def test_every_code_point_splits_like_python():
     (lambda: tm.sentence_bleu("a", "a"), TypeError, "references must be a list of strings"),
     (lambda: tm.sentence_bleu("a", []), ValueError, "references is empty"),
     (lambda: tm.tokenize(["a"]), TypeError, "text must be a str"),
-    (lambda: tm.tokenize("a", "intl"), ValueError, "not implemented yet"),
+    (lambda: tm.tokenize("a", "rouge"), ValueError, "not implemented yet"),
+    (lambda: tm.tokenize("a", "13b"), ValueError, "tokenize must be one of"),
 ])
 def test_bad_text_input(call, exc, match):
     with pytest.raises(exc, match=match):

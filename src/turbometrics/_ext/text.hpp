@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "unicode_tables.hpp"
+
 namespace tmt {
 
 struct StrView {
@@ -65,7 +67,7 @@ static void replace_all(U32& s, const char* pat, const char* rep, U32& tmp) {
   if (any) s.swap(tmp);
 }
 
-enum Tokenizer : int { TOK_13A = 0, TOK_CHAR = 1, TOK_NONE = 2 };
+enum Tokenizer : int { TOK_13A = 0, TOK_CHAR = 1, TOK_NONE = 2, TOK_INTL = 3, TOK_ZH = 4 };
 
 // Tokens as spans of `text`.
 struct Tokens {
@@ -91,26 +93,18 @@ static void split_into(const U32& s, Tokens& out) {
   }
 }
 
-// sacrebleu's 13a: four literal replacements, padding, then four regex passes,
-// each emulating re.sub's leftmost non-overlapping scan.
-static void tok_13a(U32& a, U32& b) {
-  replace_all(a, "<skipped>", "", b);
-  replace_all(a, "-\n", "", b);
-  replace_all(a, "\n", " ", b);
-  if (std::find(a.begin(), a.end(), (uint32_t)'&') != a.end()) {
-    replace_all(a, "&quot;", "\"", b);
-    replace_all(a, "&amp;", "&", b);
-    replace_all(a, "&lt;", "<", b);
-    replace_all(a, "&gt;", ">", b);
-  }
-  // f' {line} ' and pass 1: ([\{-\~...]) -> ' \1 '
+// sacrebleu's post-tokenizer (TokenizerRegexp): four regex passes, each
+// emulating re.sub's leftmost non-overlapping scan. Result in a. With `pad`,
+// the line is first wrapped in spaces (13a's f' {line} ').
+static void regexp_passes(U32& a, U32& b, bool pad) {
+  // pass 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> ' \1 '
   b.clear();
-  b.push_back(' ');
+  if (pad) b.push_back(' ');
   for (uint32_t c : a) {
     if (is_13a_punct(c)) { b.push_back(' '); b.push_back(c); b.push_back(' '); }
     else b.push_back(c);
   }
-  b.push_back(' ');
+  if (pad) b.push_back(' ');
   // pass 2: ([^0-9])([\.,]) -> '\1 \2 '
   a.clear();
   for (size_t i = 0; i < b.size();) {
@@ -137,6 +131,90 @@ static void tok_13a(U32& a, U32& b) {
   }
 }
 
+// sacrebleu's 13a: literal replacements, then the padded regex passes.
+static void tok_13a(U32& a, U32& b) {
+  replace_all(a, "<skipped>", "", b);
+  replace_all(a, "-\n", "", b);
+  replace_all(a, "\n", " ", b);
+  if (std::find(a.begin(), a.end(), (uint32_t)'&') != a.end()) {
+    replace_all(a, "&quot;", "\"", b);
+    replace_all(a, "&amp;", "&", b);
+    replace_all(a, "&lt;", "<", b);
+    replace_all(a, "&gt;", ">", b);
+  }
+  regexp_passes(a, b, true);
+}
+
+template <size_t K>
+static bool in_ranges(const uint32_t (&r)[K][2], uint32_t c) {
+  size_t lo = 0, hi = K;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (c < r[mid][0]) hi = mid;
+    else if (c > r[mid][1]) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+static inline bool is_N(uint32_t c) { return in_ranges(UNI_N, c); }
+static inline bool is_P(uint32_t c) { return in_ranges(UNI_P, c); }
+static inline bool is_S(uint32_t c) { return in_ranges(UNI_S, c); }
+
+// sacrebleu's intl (mteval-v14): (\P{N})(\p{P}) -> '\1 \2 ', (\p{P})(\P{N}) -> ' \1 \2',
+// (\p{S}) -> ' \1 ', with the `regex` package's Unicode classes. No padding.
+static void tok_intl(U32& a, U32& b) {
+  b.clear();
+  for (size_t i = 0; i < a.size();) {
+    if (i + 1 < a.size() && !is_N(a[i]) && is_P(a[i + 1])) {
+      b.push_back(a[i]); b.push_back(' '); b.push_back(a[i + 1]); b.push_back(' ');
+      i += 2;
+    } else b.push_back(a[i++]);
+  }
+  a.clear();
+  for (size_t i = 0; i < b.size();) {
+    if (i + 1 < b.size() && is_P(b[i]) && !is_N(b[i + 1])) {
+      a.push_back(' '); a.push_back(b[i]); a.push_back(' '); a.push_back(b[i + 1]);
+      i += 2;
+    } else a.push_back(b[i++]);
+  }
+  b.clear();
+  for (uint32_t c : a) {
+    if (is_S(c)) { b.push_back(' '); b.push_back(c); b.push_back(' '); }
+    else b.push_back(c);
+  }
+  a.swap(b);
+}
+
+// sacrebleu's "Chinese" characters, including its range bug (#298): the ranges
+// written '\u20000'-'\u2a6d6' and '\u2f800'-'\u2fa1d' are two-character strings,
+// so they compare as U+2001..U+2A6D and U+2F81..U+2FA1.
+static inline bool is_zh(uint32_t c) {
+  static const uint32_t R[][2] = {
+      {0x3400, 0x4db5}, {0x4e00, 0x9fa5}, {0x9fa6, 0x9fbb}, {0xf900, 0xfa2d}, {0xfa30, 0xfa6a},
+      {0xfa70, 0xfad9}, {0x2001, 0x2a6d}, {0x2f81, 0x2fa1}, {0xff00, 0xffef}, {0x2e80, 0x2eff},
+      {0x3000, 0x303f}, {0x31c0, 0x31ef}, {0x2f00, 0x2fdf}, {0x2ff0, 0x2fff}, {0x3100, 0x312f},
+      {0x31a0, 0x31bf}, {0xfe10, 0xfe1f}, {0xfe30, 0xfe4f}, {0x2600, 0x26ff}, {0x2700, 0x27bf},
+      {0x3200, 0x32ff}, {0x3300, 0x33ff}};
+  if (c < 0x2001) return false;
+  for (const auto& r : R) if (c >= r[0] && c <= r[1]) return true;
+  return false;
+}
+
+// sacrebleu's zh: strip(), spaces around each "Chinese" character, then the
+// regex passes without padding.
+static void tok_zh(U32& a, U32& b) {
+  size_t lo = 0, hi = a.size();
+  while (lo < hi && is_space(a[lo])) ++lo;
+  while (hi > lo && is_space(a[hi - 1])) --hi;
+  b.clear();
+  for (size_t i = lo; i < hi; ++i) {
+    if (is_zh(a[i])) { b.push_back(' '); b.push_back(a[i]); b.push_back(' '); }
+    else b.push_back(a[i]);
+  }
+  a.swap(b);
+  regexp_passes(a, b, false);
+}
+
 struct Scratch { U32 a, b; };
 
 // rstrip() then the tokenizer then split(): the tokens BLEU counts.
@@ -147,6 +225,8 @@ static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   a.resize((size_t)end);
   for (int64_t i = 0; i < end; ++i) a[i] = at(s, i);
   if (tok == TOK_13A) tok_13a(a, w.b);
+  else if (tok == TOK_INTL) tok_intl(a, w.b);
+  else if (tok == TOK_ZH) tok_zh(a, w.b);
   else if (tok == TOK_CHAR) {  // ' '.join(line): every non-space code point is a token
     w.b.clear();
     for (uint32_t c : a) { w.b.push_back(c); w.b.push_back(' '); }

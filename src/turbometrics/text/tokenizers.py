@@ -4,9 +4,12 @@ from __future__ import annotations
 from .. import _validate as V
 from .._ext import _text
 
+# The `regex` release whose Unicode classes the intl tokenizer reproduces (tools/gen_unicode_tables.py).
+REGEX_VERSION = "2026.11.15"
+
 # name -> kernel code (text.hpp: tmt::Tokenizer)
-TOKENIZERS = {"13a": 0, "char": 1, "none": 2}
-PLANNED = ("intl", "zh", "rouge", "rouge-stem")
+TOKENIZERS = {"13a": 0, "char": 1, "none": 2, "intl": 3, "zh": 4}
+PLANNED = ("rouge", "rouge-stem")
 
 
 def tokenizer_code(name: str) -> int:
@@ -18,9 +21,12 @@ def tokenizer_code(name: str) -> int:
 def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     """The tokens of ``text`` as sacrebleu's tokenizer of that name produces them (then ``split()``).
 
-    ``"13a"`` (mteval-v13a, sacrebleu's default), ``"char"`` (every non-space
-    character), ``"none"`` (whitespace split). Trailing whitespace is stripped
-    first, as sacrebleu does before tokenizing.
+    ``"13a"`` (mteval-v13a, sacrebleu's default), ``"intl"`` (mteval-v14, with
+    the Unicode classes of the ``regex`` release named in
+    ``turbometrics.text.tokenizers.REGEX_VERSION``), ``"zh"`` (sacrebleu's,
+    including its range quirk, sacrebleu issue #298), ``"char"`` (every
+    non-space character), ``"none"`` (whitespace split). Trailing whitespace is
+    stripped first, as sacrebleu does before tokenizing.
     """
     code = tokenizer_code(tokenizer)
     return _text.tokenize(V.check_str(text, "text"), code)
