@@ -7,7 +7,7 @@ from .classification import mean_reciprocal_rank, target_rank, topk, topk_accura
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
 from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, segment_bleu, segment_chrf, sentence_bleu,
-                   sentence_chrf, tokenize)
+                   rouge, sentence_chrf, tokenize)
 
 __version__ = "0.1.0"
 
@@ -16,5 +16,5 @@ __all__ = [
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "tokenize",
-    "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore",
+    "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge",
 ]

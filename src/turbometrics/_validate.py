@@ -282,3 +282,27 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     if missing:
         raise ValueError(f"segment {missing[0]} has no reference (every entry is None)")
     return out
+
+
+def as_multi_references(references: Any, n: int, name: str = "references") -> tuple[list[str], np.ndarray]:
+    """One reference (str) or several (a list of str) per prediction, flattened with offsets."""
+    if isinstance(references, (str, bytes)):
+        raise TypeError(f"{name} must be a list (one entry per prediction), not a single str")
+    try:
+        items = list(references)
+    except TypeError:
+        raise TypeError(f"{name} must be a list, got {type(references).__name__}") from None
+    if len(items) != n:
+        raise ValueError(f"{name} has {len(items)} entries but there are {n} predictions")
+    flat: list[str] = []
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            flat.append(item)
+        else:
+            refs = as_texts(item, f"{name}[{i}]")
+            if not refs:
+                raise ValueError(f"{name}[{i}] is empty: every prediction needs a reference")
+            flat.extend(refs)
+        offsets[i + 1] = len(flat)
+    return flat, offsets

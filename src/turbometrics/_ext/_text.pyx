@@ -11,6 +11,7 @@ import sys
 import numpy as np
 from libc.stdint cimport int64_t
 from libcpp cimport bool as cbool
+from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
@@ -167,3 +168,45 @@ def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_
     cdef double score = c_bleu_score(&st[0], max_order, smooth, smooth_value, effective, NEUMAIER,
                                      prec.data(), correct.data(), total.data(), &bp)
     return score, bp, list(prec), list(correct), list(total)
+
+
+cdef extern from "rouge.hpp" namespace "tmt":
+    void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
+                                      const int* kinds, int nk, cbool stem, double* out, int nthreads) nogil
+    string c_porter_stem "tmt::porter_stem"(const string& word) nogil
+
+
+def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, bint stem, int nthreads):
+    """(n, len(kinds), 3) precision/recall/F per prediction, best reference per kind.
+
+    ``refs`` is flat: prediction i's references are refs[offsets[i]:offsets[i+1]].
+    ``kinds``: 1..9 for ROUGE-N, 10 for ROUGE-L, 11 for ROUGE-Lsum.
+    """
+    cdef Py_ssize_t n = len(preds), i
+    if offsets.shape[0] != n + 1 or offsets[0] != 0 or offsets[n] != len(refs):
+        raise ValueError("offsets must run from 0 to len(refs) with one entry per prediction")
+    for i in range(n):
+        if offsets[i + 1] <= offsets[i]:
+            raise ValueError("every prediction needs at least one reference")
+    preds = [p.lower() for p in preds]  # rouge-score lowercases with str.lower() first
+    refs = [r.lower() for r in refs]
+    cdef vector[StrView] pv, rv
+    pv.resize(n)
+    rv.resize(len(refs))
+    for i in range(n):
+        pv[i] = _view(<str?>preds[i])
+    for i in range(len(refs)):
+        rv[i] = _view(<str?>refs[i])
+    cdef vector[int] ks = kinds
+    out = np.zeros((n, len(kinds), 3), dtype=np.float64)
+    cdef double[:, :, ::1] o = out
+    with nogil:
+        if n > 0 and ks.size() > 0:
+            c_rouge_all(pv.data(), rv.data(), &offsets[0], n, ks.data(), <int>ks.size(), stem, &o[0, 0, 0],
+                        nthreads)
+    return out
+
+
+def porter_stem(str word):
+    """nltk's PorterStemmer().stem(word) for a lowercase ASCII word."""
+    return c_porter_stem(word.encode("ascii")).decode("ascii")

@@ -1,7 +1,8 @@
-"""Text metrics with sacrebleu's numbers: tokenizers, BLEU and chrF."""
+"""Text metrics: tokenizers, BLEU and chrF (sacrebleu's numbers), ROUGE (rouge-score's)."""
 from .bleu import BLEUScore, corpus_bleu, segment_bleu, sentence_bleu
 from .chrf import CHRFScore, corpus_chrf, segment_chrf, sentence_chrf
+from .rouge import ROUGE_TYPES, Scores, rouge
 from .tokenizers import TOKENIZERS, tokenize
 
 __all__ = ["BLEUScore", "corpus_bleu", "sentence_bleu", "segment_bleu", "CHRFScore", "corpus_chrf",
-           "sentence_chrf", "segment_chrf", "tokenize", "TOKENIZERS"]
+           "sentence_chrf", "segment_chrf", "rouge", "Scores", "ROUGE_TYPES", "tokenize", "TOKENIZERS"]

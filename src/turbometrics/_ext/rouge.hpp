@@ -1,0 +1,224 @@
+// ROUGE-N, ROUGE-L and ROUGE-Lsum per pair with rouge-score 0.1.2's numbers.
+//
+// Tokens are rouge-score's: maximal runs of [a-z0-9] in the lowercased text
+// (lowercasing is done by Python's str.lower() before the GIL is released),
+// optionally Porter-stemmed when longer than 3 characters. Token ids are exact
+// per pair (the prediction and its references); ROUGE-L's length comes from a
+// bit-parallel LCS, ROUGE-Lsum runs rouge-score's DP and backtrack per sentence
+// pair, because which LCS it picks decides the union.
+#pragma once
+#include <string>
+#include <unordered_map>
+
+#include "porter.hpp"
+#include "text.hpp"
+
+namespace tmt {
+
+enum RougeKind : int { ROUGE_L = 10, ROUGE_LSUM = 11 };  // 1..9 = ROUGE-N
+
+struct RougeSeq {
+  Tokens tok;                  // token spans (stemmed text when stemming)
+  std::vector<int32_t> sent;   // sentence index of each token ("\n" splits sentences)
+};
+
+// Tokens of a lowercased text: runs of [a-z0-9], stemmed if asked (cached per thread).
+static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::string, std::string>& cache,
+                         RougeSeq& out) {
+  out.tok.clear();
+  out.sent.clear();
+  int32_t sent = 0;
+  std::string word;
+  auto is_tok = [](uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  int64_t i = 0, n = s.len;
+  while (i < n) {
+    uint32_t c = at(s, i);
+    if (!is_tok(c)) { if (c == '\n') ++sent; ++i; continue; }
+    int64_t j = i;
+    word.clear();
+    while (j < n && is_tok(at(s, j))) word.push_back((char)at(s, j++));
+    const std::string* w = &word;
+    if (stem && word.size() > 3) {
+      auto it = cache.find(word);
+      if (it == cache.end()) it = cache.emplace(word, porter_stem(word)).first;
+      w = &it->second;
+    }
+    out.tok.start.push_back((int32_t)out.tok.text.size());
+    out.tok.len.push_back((int32_t)w->size());
+    for (char ch : *w) out.tok.text.push_back((unsigned char)ch);
+    out.sent.push_back(sent);
+    i = j;
+  }
+}
+
+static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r / (p + r) : 0.0; }
+
+// LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions).
+struct BitLCS {
+  std::vector<uint64_t> pm, v;
+  std::vector<int32_t> slot;  // id -> row of pm, -1 if the id is not in a
+  int64_t lcs(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
+    if (m == 0 || n == 0) return 0;
+    const int64_t W = (m + 63) / 64;
+    slot.assign(n_ids, -1);
+    int32_t rows = 0;
+    for (int64_t i = 0; i < m; ++i) if (slot[a[i]] < 0) slot[a[i]] = rows++;
+    pm.assign((size_t)rows * W, 0);
+    for (int64_t i = 0; i < m; ++i) pm[(size_t)slot[a[i]] * W + i / 64] |= 1ULL << (i % 64);
+    v.assign(W, ~0ULL);
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t s = slot[b[j]];
+      if (s < 0) continue;  // (V + 0) | V = V
+      const uint64_t* p = &pm[(size_t)s * W];
+      uint64_t carry = 0;
+      for (int64_t w = 0; w < W; ++w) {
+        const uint64_t u = v[w] & p[w];
+        const uint64_t sum = v[w] + u + carry;
+        carry = (sum < v[w]) || (carry && sum == v[w]);
+        v[w] = sum | (v[w] & ~p[w]);
+      }
+    }
+    int64_t zeros = 0;
+    for (int64_t w = 0; w < W; ++w) {
+      uint64_t x = ~v[w];
+      if (w == W - 1 && m % 64) x &= (1ULL << (m % 64)) - 1;
+      zeros += __builtin_popcountll(x);
+    }
+    return zeros;
+  }
+};
+
+struct RougeWork {
+  std::vector<RougeSeq> seqs;  // [0] prediction, then its references
+  std::vector<Tokens> toks;
+  std::unordered_map<std::string, std::string> stems;
+  TokenIds tids;
+  Levels lv;
+  BitLCS bl;
+  std::vector<int32_t> table, cnt_r, cnt_c;
+  std::vector<char> in_union;
+};
+
+// rouge-score's _summary_level_lcs(target sentences, prediction sentences): hits.
+static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
+  const std::vector<int32_t>& R = w.lv.uni[tgt];
+  const std::vector<int32_t>& C = w.lv.uni[0];
+  const std::vector<int32_t>& rs = w.seqs[tgt].sent;
+  const std::vector<int32_t>& cs = w.seqs[0].sent;
+  w.cnt_r.assign(n_ids, 0);
+  w.cnt_c.assign(n_ids, 0);
+  for (int32_t t : R) w.cnt_r[t]++;
+  for (int32_t t : C) w.cnt_c[t]++;
+  int64_t hits = 0;
+  // sentences as [begin, end) ranges of token positions (sentences without tokens never add hits)
+  auto ranges = [](const std::vector<int32_t>& sent) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (size_t i = 0; i < sent.size();) {
+      size_t j = i;
+      while (j < sent.size() && sent[j] == sent[i]) ++j;
+      out.push_back({(int64_t)i, (int64_t)j});
+      i = j;
+    }
+    return out;
+  };
+  const auto rr = ranges(rs), cr = ranges(cs);
+  for (const auto& r : rr) {
+    const int64_t m = r.second - r.first;
+    w.in_union.assign((size_t)m, 0);
+    const int32_t* ref = &R[r.first];
+    for (const auto& c : cr) {
+      const int64_t n = c.second - c.first;
+      const int32_t* can = &C[c.first];
+      const int64_t cols = n + 1;
+      w.table.assign((size_t)(m + 1) * cols, 0);
+      int32_t* t = w.table.data();
+      for (int64_t i = 1; i <= m; ++i)
+        for (int64_t j = 1; j <= n; ++j)
+          t[i * cols + j] = ref[i - 1] == can[j - 1] ? t[(i - 1) * cols + j - 1] + 1
+                                                     : std::max(t[(i - 1) * cols + j], t[i * cols + j - 1]);
+      // rouge-score's backtrack: take a match; else go left if the left cell is strictly larger; else up
+      int64_t i = m, j = n;
+      while (i > 0 && j > 0) {
+        if (ref[i - 1] == can[j - 1]) { w.in_union[i - 1] = 1; --i; --j; }
+        else if (t[i * cols + j - 1] > t[(i - 1) * cols + j]) --j;
+        else --i;
+      }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      if (!w.in_union[i]) continue;
+      const int32_t tok = ref[i];
+      if (w.cnt_c[tok] > 0 && w.cnt_r[tok] > 0) { ++hits; w.cnt_c[tok]--; w.cnt_r[tok]--; }
+    }
+  }
+  return hits;
+}
+
+// One prediction against its K references: for each requested type, the
+// (precision, recall, F) of the reference with the highest F (the first on ties).
+static void rouge_pair(const StrView& pred, const StrView* refs, int K, const int* kinds, int nk, bool stem,
+                       RougeWork& w, double* out /* nk x 3 */) {
+  if ((int)w.seqs.size() < K + 1) { w.seqs.resize(K + 1); w.toks.resize(K + 1); }
+  rouge_tokens(pred, stem, w.stems, w.seqs[0]);
+  for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.seqs[k + 1]);
+  for (int s = 0; s <= K; ++s) w.toks[s] = w.seqs[s].tok;
+  token_ids(w.toks, K + 1, w.tids, w.lv);
+  const size_t n_ids = (size_t)w.tids.next;
+  const int64_t np_ = (int64_t)w.lv.uni[0].size();
+  int max_n = 0;
+  for (int q = 0; q < nk; ++q) if (kinds[q] < ROUGE_L) max_n = std::max(max_n, kinds[q]);
+  for (int q = 0; q < nk * 3; ++q) out[q] = 0.0;
+  std::vector<double> best_f(nk, -1.0);
+  auto offer = [&](int q, double p, double r) {
+    const double f = fmeasure(p, r);
+    if (f > best_f[q]) { best_f[q] = f; out[3 * q] = p; out[3 * q + 1] = r; out[3 * q + 2] = f; }
+  };
+  // ROUGE-N: levels over all sequences at once
+  if (max_n > 0) {
+    w.lv.begin(K + 1, n_ids);
+    for (int n = 1; n <= max_n; ++n) {
+      if (n > 1) w.lv.next(n - 1);
+      for (int q = 0; q < nk; ++q) {
+        if (kinds[q] != n) continue;
+        const int64_t pc = (int64_t)w.lv.at(0).size();
+        for (int k = 1; k <= K; ++k) {
+          const int64_t tc = (int64_t)w.lv.at(k).size();
+          const int64_t overlap = (pc > 0 && tc > 0) ? w.lv.clipped(k, 0) : 0;
+          offer(q, (double)overlap / (double)std::max<int64_t>(pc, 1), (double)overlap / (double)std::max<int64_t>(tc, 1));
+        }
+      }
+    }
+  }
+  for (int q = 0; q < nk; ++q) {
+    if (kinds[q] == ROUGE_L) {
+      for (int k = 1; k <= K; ++k) {
+        const std::vector<int32_t>& t = w.lv.uni[k];
+        const int64_t tc = (int64_t)t.size();
+        if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
+        const int64_t L = w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids);
+        offer(q, (double)L / (double)np_, (double)L / (double)tc);
+      }
+    } else if (kinds[q] == ROUGE_LSUM) {
+      for (int k = 1; k <= K; ++k) {
+        const int64_t tc = (int64_t)w.lv.uni[k].size();
+        if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
+        const int64_t hits = lsum_hits(w, k, n_ids);
+        offer(q, (double)hits / (double)np_, (double)hits / (double)tc);
+      }
+    }
+  }
+}
+
+// All pairs, parallel over pairs. refs: offsets[i]..offsets[i+1] are pair i's references.
+static inline void rouge_all(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
+                             const int* kinds, int nk, bool stem, double* out, int nthreads) {
+#pragma omp parallel num_threads(nthreads)
+  {
+    RougeWork w;
+#pragma omp for schedule(dynamic, 32)
+    for (int64_t i = 0; i < n; ++i)
+      rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
+                 out + i * nk * 3);
+  }
+}
+
+}  // namespace tmt
