@@ -6,6 +6,8 @@ import re
 from collections import Counter
 from types import SimpleNamespace
 
+import numpy as np
+
 _13A = [
     (re.compile(r"([{-~\[-` -&(-+:-@/])"), r" \1 "),   # punctuation and symbols, padded
     (re.compile(r"([^0-9])([.,])"), r"\1 \2 "),         # . or , after a non-digit
@@ -167,3 +169,78 @@ def corpus_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowe
     stats = [_chrf_segment(h, [r for r in refs if r is not None], char_order, word_order, beta, lowercase,
                            whitespace, eps_smoothing) for h, *refs in zip(hypotheses, *references)]
     return _chrf_f([sum(col) for col in zip(*stats)], beta, eps_smoothing)
+
+
+# ---------------------------------------------------------------- ROUGE
+
+
+def _rouge_tokens(text: str, stem: bool) -> list[str]:
+    from .._ext._text import porter_stem  # the stemmer itself is shared: no second Porter
+
+    toks = re.findall(r"[a-z0-9]+", text.lower())
+    return [porter_stem(t) if stem and len(t) > 3 else t for t in toks]
+
+
+def _lcs_table(a: list, b: list) -> list[list[int]]:
+    t = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            t[i][j] = t[i - 1][j - 1] + 1 if a[i - 1] == b[j - 1] else max(t[i - 1][j], t[i][j - 1])
+    return t
+
+
+def _lcs_positions(a: list, b: list) -> set[int]:
+    """Positions in a of the LCS that rouge-score's backtrack picks."""
+    t, i, j, out = _lcs_table(a, b), len(a), len(b), set()
+    while i > 0 and j > 0:
+        if a[i - 1] == b[j - 1]:
+            out.add(i - 1)
+            i, j = i - 1, j - 1
+        elif t[i][j - 1] > t[i - 1][j]:
+            j -= 1
+        else:
+            i -= 1
+    return out
+
+
+def _prf(hits: int, n_pred: int, n_ref: int) -> tuple[float, float, float]:
+    p, r = hits / n_pred, hits / n_ref
+    return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
+
+
+def _rouge_pair(pred: str, ref: str, rtype: str, stem: bool) -> tuple[float, float, float]:
+    if rtype == "rougeLsum":
+        ps = [_rouge_tokens(s, stem) for s in pred.split("\n") if s]
+        rs = [_rouge_tokens(s, stem) for s in ref.split("\n") if s]
+        n, m = sum(map(len, ps)), sum(map(len, rs))
+        if not n or not m:
+            return 0.0, 0.0, 0.0
+        cnt_p, cnt_r = Counter(t for s in ps for t in s), Counter(t for s in rs for t in s)
+        hits = 0
+        for r in rs:
+            for i in sorted(set().union(*(_lcs_positions(r, c) for c in ps))):
+                if cnt_p[r[i]] > 0 and cnt_r[r[i]] > 0:
+                    hits, cnt_p[r[i]], cnt_r[r[i]] = hits + 1, cnt_p[r[i]] - 1, cnt_r[r[i]] - 1
+        return _prf(hits, n, m)
+    p, r = _rouge_tokens(pred, stem), _rouge_tokens(ref, stem)
+    if rtype == "rougeL":
+        return _prf(_lcs_table(r, p)[-1][-1], len(p), len(r)) if p and r else (0.0, 0.0, 0.0)
+    k = int(rtype[5:])
+    gp = Counter(tuple(p[i:i + k]) for i in range(len(p) - k + 1))
+    gr = Counter(tuple(r[i:i + k]) for i in range(len(r) - k + 1))
+    overlap = sum(min(c, gp[g]) for g, c in gr.items())
+    return _prf(overlap, max(sum(gp.values()), 1), max(sum(gr.values()), 1))
+
+
+def rouge(predictions, references, rouge_types=("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer=False):
+    from ..text.rouge import Scores
+
+    out = {}
+    for t in rouge_types:
+        rows = []
+        for pred, refs in zip(predictions, references):
+            scores = [_rouge_pair(pred, r, t, use_stemmer) for r in ([refs] if isinstance(refs, str) else refs)]
+            rows.append(max(scores, key=lambda s: s[2]))  # the first of the highest F
+        arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
+        out[t] = Scores(arr[:, 0], arr[:, 1], arr[:, 2])
+    return out

@@ -1,0 +1,114 @@
+"""ROUGE against rouge-score 0.1.2 (and its nltk Porter stemmer): real data, multi-reference, adversarial text."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nltk.stem.porter import PorterStemmer
+from rouge_score import rouge_scorer
+
+import turbometrics as tm
+from conftest import DATA, read_lines
+from test_bleu import ADVERSARIAL
+from turbometrics import slow
+from turbometrics._ext import _text
+
+ALL = list(tm.text.ROUGE_TYPES)
+
+
+def assert_same(ours, theirs, types):
+    """ours: tm.rouge output; theirs: list of rouge-score dicts, one per pair."""
+    for t in types:
+        for field in ("precision", "recall", "fmeasure"):
+            expect = np.array([float(getattr(s[t], field)) for s in theirs])
+            np.testing.assert_array_equal(getattr(ours[t], field), expect, err_msg=f"{t} {field}")
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    d = DATA / "summaries-en"
+    if not d.is_dir():
+        pytest.fail(f"test data not found at {d}; set TURBOMETRICS_DATA to the shared data folder")
+    return read_lines(d / "predictions.txt"), read_lines(d / "references.txt")
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_summaries_every_type(summaries, stem):
+    preds, refs = summaries
+    scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=stem)
+    assert_same(tm.rouge(preds, refs, ALL, use_stemmer=stem), [scorer.score(r, p) for p, r in zip(preds, refs)], ALL)
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_wmt17_lsum_multi_sentence_and_multi_reference(wmt17, stem):
+    ref, hyp = wmt17["ref"], wmt17["systems"]["uedin-nmt"]
+    preds = ["\n".join(hyp[i:i + 5]) for i in range(0, 3000, 5)]
+    targets = ["\n".join(ref[i:i + 3]) + "\n\n  \n" for i in range(0, 1800, 3)]
+    types = ["rouge1", "rouge2", "rouge4", "rougeL", "rougeLsum"]
+    scorer = rouge_scorer.RougeScorer(types, use_stemmer=stem)
+    assert_same(tm.rouge(preds, targets, types, use_stemmer=stem),
+                [scorer.score(t, p) for p, t in zip(preds, targets)], types)
+    multi = [[targets[i], targets[(i + 7) % len(targets)], preds[(i + 1) % len(preds)]] for i in range(len(preds))]
+    assert_same(tm.rouge(preds, multi, types, use_stemmer=stem),
+                [scorer.score_multi(m, p) for p, m in zip(preds, multi)], types)
+
+
+def test_wmt17_pairs(wmt17):
+    ref, hyp = wmt17["ref"], wmt17["systems"]["PROMT-Rule-based"]
+    scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=True)
+    assert_same(tm.rouge(hyp, ref, ALL, use_stemmer=True), [scorer.score(r, h) for h, r in zip(hyp, ref)], ALL)
+
+
+def test_slow_agrees(summaries):
+    preds, refs = summaries
+    for stem in (False, True):
+        fast = tm.rouge(preds, refs, ALL, use_stemmer=stem)
+        ref = slow.rouge(preds, refs, ALL, use_stemmer=stem)
+        for t in ALL:
+            np.testing.assert_array_equal(fast[t].fmeasure, ref[t].fmeasure)
+
+
+WORDS = st.lists(st.sampled_from(["a", "e", "i", "o", "u", "y", "b", "c", "d", "l", "s", "t", "z", "ss", "ll",
+                                  "at", "bl", "iz", "ed", "ing", "ies", "ied", "eed", "ational", "tional", "enci",
+                                  "anci", "izer", "bli", "alli", "entli", "eli", "ousli", "ization", "ation",
+                                  "ator", "alism", "iveness", "fulness", "ousness", "aliti", "iviti", "biliti",
+                                  "fulli", "logi", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al",
+                                  "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion",
+                                  "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "sky",
+                                  "dying", "news", "inning", "howe", "proceed", "yy", "w", "x", "0", "7"]),
+                 min_size=1, max_size=6).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(word=WORDS)
+def test_porter_stemmer_equals_nltk(word):
+    assert _text.porter_stem(word) == PorterStemmer().stem(word)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pred=st.lists(ADVERSARIAL, max_size=3).map("\n".join),
+       targets=st.lists(st.lists(st.one_of(WORDS, ADVERSARIAL), max_size=8).map(" ".join), min_size=1, max_size=3),
+       stem=st.booleans())
+def test_rouge_matches_on_adversarial_text(pred, targets, stem):
+    scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=stem)
+    ours = tm.rouge([pred], [targets], ALL, use_stemmer=stem)
+    assert_same(ours, [scorer.score_multi(targets, pred)], ALL)
+    single = tm.rouge([pred], [targets[0]], ALL, use_stemmer=stem)
+    assert_same(single, [scorer.score(targets[0], pred)], ALL)
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: tm.rouge(["a", "b"], ["a"]), ValueError, "references has 1 entries but there are 2 predictions"),
+    (lambda: tm.rouge("a b", ["a b"]), TypeError, "predictions must be a list of strings"),
+    (lambda: tm.rouge(["a"], "a"), TypeError, "references must be a list"),
+    (lambda: tm.rouge(["a"], [["a", 3]]), TypeError, r"references\[0\]\[1\] must be a str"),
+    (lambda: tm.rouge(["a"], [[]]), ValueError, "every prediction needs a reference"),
+    (lambda: tm.rouge([None], ["a"]), TypeError, r"predictions\[0\] must be a str"),
+    (lambda: tm.rouge(["a"], ["a"], rouge_types=["rouge0"]), ValueError, "unknown rouge type 'rouge0'"),
+    (lambda: tm.rouge(["a"], ["a"], rouge_types=["rougeW"]), ValueError, "unknown rouge type"),
+    (lambda: tm.rouge(["a"], ["a"], rouge_types="rouge1"), TypeError, "rouge_types must be a list"),
+    (lambda: tm.rouge(["a"], ["a"], rouge_types=[]), ValueError, "rouge_types is empty"),
+    (lambda: tm.rouge(["a"], ["a"], split_summaries=True), ValueError, "not supported yet"),
+])
+def test_bad_rouge_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
