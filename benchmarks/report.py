@@ -31,10 +31,12 @@ def report(data: dict) -> str:
              f"{os.cpu_count()} cores, Python {m.get('python_version')}; "
              f"times are the best of the rounds (slow/ is scaled from a few rows).", ""]
     cases = defaultdict(dict)
-    memory, first = {}, {}
+    memory, first, scale = {}, {}, []
     for b in data["benchmarks"]:
         info = b["extra_info"]
-        if info.get("kind") == "memory":
+        if info.get("kind") == "scale":
+            scale.append(info)
+        elif info.get("kind") == "memory":
             memory[info["impl"]] = info["mib"]
         elif info.get("kind") == "first_call":
             first = {k: v for k, v in info.items() if k != "kind"}
@@ -56,6 +58,10 @@ def report(data: dict) -> str:
     if memory:
         lines += ["", "| perplexity: peak memory added to the input | MiB |", "|---|---:|"]
         lines += [f"| {k} | {v:,.0f} |" for k, v in memory.items()]
+    if scale:
+        lines += ["", "| 1,000,000 segment pairs | implementation | time (s) | peak extra memory (MiB) |",
+                  "|---|---|---:|---:|"]
+        lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in scale]
     if first:
         lines += ["", "| Numba kernel, first call in a fresh process | cold cache (s) | warm cache (s) |",
                   "|---|---:|---:|"]

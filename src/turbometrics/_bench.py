@@ -236,16 +236,32 @@ def corpus_chrf_case(n: int, word_order: int = 0) -> Case:
     return c
 
 
+def rouge_case(n: int) -> Case:
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    c = Case(f"rouge 1/2/L/Lsum + stemmer, {n:,} pairs", lambda: _text_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.rouge(d["hyps"], d["refs"], types, use_stemmer=True), "ours")
+    if have("rouge_score"):
+        def rs(d):
+            from rouge_score import rouge_scorer
+            scorer = rouge_scorer.RougeScorer(types, use_stemmer=True)
+            return [scorer.score(r, h) for h, r in zip(d["hyps"], d["refs"])]
+        c.impls["rouge_score"] = Impl(rs, "oracle")
+    rows = min(n, 500)
+    c.impls["slow"] = _slow_subset(rows, lambda d, r: slow.rouge(d["hyps"][:r], d["refs"][:r], types,
+                                                                 use_stemmer=True), n)
+    return c
+
+
 def cases(quick: bool) -> list[Case]:
     if quick:
         return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
                 topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),
                 corpus_bleu_case(5000), segment_bleu_case(5000), corpus_chrf_case(5000),
-                corpus_chrf_case(5000, word_order=2)]
+                corpus_chrf_case(5000, word_order=2), rouge_case(2000)]
     return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
             topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
             corpus_bleu_case(100000), segment_bleu_case(100000), corpus_chrf_case(100000),
-            corpus_chrf_case(100000, word_order=2)]
+            corpus_chrf_case(100000, word_order=2), rouge_case(20000)]
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -270,19 +286,47 @@ def _rss_mib(field: str = "VmHWM") -> float:
 
 
 def _reset_peak_rss() -> None:
-    """Make VmHWM restart from the current RSS, so setup's temporaries do not mask the peak."""
+    """Make VmHWM restart from the current RSS, so setup's temporaries do not mask the peak.
+
+    Freed heap memory is handed back to the OS first (glibc malloc_trim): pages
+    left resident by the setup would otherwise be reused unseen.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # not glibc: the figure may then undercount
+        pass
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
 
 
-def extra_memory_mib(case_fn: str, args: tuple, impl: str) -> float:
-    """Peak resident memory an implementation adds on top of its input, measured in a fresh process."""
-    code = (f"import json, turbometrics._bench as b\n"
+def measure_in_subprocess(case_fn: str, args: tuple, impl: str) -> dict[str, float]:
+    """Seconds and the peak resident memory (MiB) an implementation adds on top of its input.
+
+    Runs in a fresh process so that nothing else's allocations count; the
+    input is built first, then the peak is reset and the implementation runs once.
+    """
+    code = (f"import json, time, turbometrics._bench as b\n"
             f"c = b.{case_fn}(*{args!r}); d = c.setup(); f = c.impls[{impl!r}].fn\n"
-            f"b._reset_peak_rss(); before = b._rss_mib('VmRSS'); f(d)\n"
-            f"print(json.dumps(b._rss_mib('VmHWM') - before))\n")
+            f"b._reset_peak_rss(); before = b._rss_mib('VmRSS'); t0 = time.perf_counter(); f(d)\n"
+            f"t = time.perf_counter() - t0\n"
+            f"print(json.dumps({{'seconds': t, 'extra_mib': b._rss_mib('VmHWM') - before}}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def extra_memory_mib(case_fn: str, args: tuple, impl: str) -> float:
+    """Peak resident memory an implementation adds on top of its input, measured in a fresh process."""
+    return measure_in_subprocess(case_fn, args, impl)["extra_mib"]
+
+
+# The 1,000,000-pair run: (case function, args, implementation) measured for time and memory.
+SCALE = [("corpus_bleu_case", (1_000_000,), "turbometrics"), ("corpus_bleu_case", (1_000_000,), "sacrebleu"),
+         ("segment_bleu_case", (1_000_000,), "turbometrics"), ("corpus_chrf_case", (1_000_000,), "turbometrics"),
+         ("corpus_chrf_case", (1_000_000, 2), "turbometrics"), ("rouge_case", (1_000_000,), "turbometrics")]
 
 
 _FIRST_CALL = """

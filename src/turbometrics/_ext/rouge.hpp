@@ -17,16 +17,12 @@ namespace tmt {
 
 enum RougeKind : int { ROUGE_L = 10, ROUGE_LSUM = 11 };  // 1..9 = ROUGE-N
 
-struct RougeSeq {
-  Tokens tok;                  // token spans (stemmed text when stemming)
-  std::vector<int32_t> sent;   // sentence index of each token ("\n" splits sentences)
-};
-
-// Tokens of a lowercased text: runs of [a-z0-9], stemmed if asked (cached per thread).
+// Tokens of a lowercased text: runs of [a-z0-9], stemmed if asked (cached per
+// thread), with the sentence index of each token ("\n" splits sentences).
 static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::string, std::string>& cache,
-                         RougeSeq& out) {
-  out.tok.clear();
-  out.sent.clear();
+                         Tokens& tok, std::vector<int32_t>& sents) {
+  tok.clear();
+  sents.clear();
   int32_t sent = 0;
   std::string word;
   auto is_tok = [](uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -35,18 +31,18 @@ static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::st
     uint32_t c = at(s, i);
     if (!is_tok(c)) { if (c == '\n') ++sent; ++i; continue; }
     int64_t j = i;
-    word.clear();
-    while (j < n && is_tok(at(s, j))) word.push_back((char)at(s, j++));
-    const std::string* w = &word;
-    if (stem && word.size() > 3) {
+    const int32_t start = (int32_t)tok.text.size();
+    while (j < n && is_tok(at(s, j))) tok.text.push_back(at(s, j++));
+    if (stem && j - i > 3) {  // rouge-score stems tokens longer than 3 characters
+      word.assign(tok.text.begin() + start, tok.text.end());
       auto it = cache.find(word);
       if (it == cache.end()) it = cache.emplace(word, porter_stem(word)).first;
-      w = &it->second;
+      tok.text.resize(start);
+      for (char ch : it->second) tok.text.push_back((unsigned char)ch);
     }
-    out.tok.start.push_back((int32_t)out.tok.text.size());
-    out.tok.len.push_back((int32_t)w->size());
-    for (char ch : *w) out.tok.text.push_back((unsigned char)ch);
-    out.sent.push_back(sent);
+    tok.start.push_back(start);
+    tok.len.push_back((int32_t)tok.text.size() - start);
+    sents.push_back(sent);
     i = j;
   }
 }
@@ -89,8 +85,9 @@ struct BitLCS {
 };
 
 struct RougeWork {
-  std::vector<RougeSeq> seqs;  // [0] prediction, then its references
-  std::vector<Tokens> toks;
+  std::vector<Tokens> toks;                 // [0] prediction, then its references
+  std::vector<std::vector<int32_t>> sents;  // sentence index per token, likewise
+  std::vector<double> best_f;
   std::unordered_map<std::string, std::string> stems;
   TokenIds tids;
   Levels lv;
@@ -103,8 +100,8 @@ struct RougeWork {
 static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
   const std::vector<int32_t>& R = w.lv.uni[tgt];
   const std::vector<int32_t>& C = w.lv.uni[0];
-  const std::vector<int32_t>& rs = w.seqs[tgt].sent;
-  const std::vector<int32_t>& cs = w.seqs[0].sent;
+  const std::vector<int32_t>& rs = w.sents[tgt];
+  const std::vector<int32_t>& cs = w.sents[0];
   w.cnt_r.assign(n_ids, 0);
   w.cnt_c.assign(n_ids, 0);
   for (int32_t t : R) w.cnt_r[t]++;
@@ -157,20 +154,19 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
 // (precision, recall, F) of the reference with the highest F (the first on ties).
 static void rouge_pair(const StrView& pred, const StrView* refs, int K, const int* kinds, int nk, bool stem,
                        RougeWork& w, double* out /* nk x 3 */) {
-  if ((int)w.seqs.size() < K + 1) { w.seqs.resize(K + 1); w.toks.resize(K + 1); }
-  rouge_tokens(pred, stem, w.stems, w.seqs[0]);
-  for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.seqs[k + 1]);
-  for (int s = 0; s <= K; ++s) w.toks[s] = w.seqs[s].tok;
+  if ((int)w.toks.size() < K + 1) { w.toks.resize(K + 1); w.sents.resize(K + 1); }
+  rouge_tokens(pred, stem, w.stems, w.toks[0], w.sents[0]);
+  for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.toks[k + 1], w.sents[k + 1]);
   token_ids(w.toks, K + 1, w.tids, w.lv);
   const size_t n_ids = (size_t)w.tids.next;
   const int64_t np_ = (int64_t)w.lv.uni[0].size();
   int max_n = 0;
   for (int q = 0; q < nk; ++q) if (kinds[q] < ROUGE_L) max_n = std::max(max_n, kinds[q]);
   for (int q = 0; q < nk * 3; ++q) out[q] = 0.0;
-  std::vector<double> best_f(nk, -1.0);
+  w.best_f.assign(nk, -1.0);
   auto offer = [&](int q, double p, double r) {
     const double f = fmeasure(p, r);
-    if (f > best_f[q]) { best_f[q] = f; out[3 * q] = p; out[3 * q + 1] = r; out[3 * q + 2] = f; }
+    if (f > w.best_f[q]) { w.best_f[q] = f; out[3 * q] = p; out[3 * q + 1] = r; out[3 * q + 2] = f; }
   };
   // ROUGE-N: levels over all sequences at once
   if (max_n > 0) {
@@ -199,9 +195,14 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
       }
     } else if (kinds[q] == ROUGE_LSUM) {
       for (int k = 1; k <= K; ++k) {
-        const int64_t tc = (int64_t)w.lv.uni[k].size();
+        const std::vector<int32_t>& t = w.lv.uni[k];
+        const int64_t tc = (int64_t)t.size();
         if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
-        const int64_t hits = lsum_hits(w, k, n_ids);
+        // One sentence with tokens on each side: every LCS token is a hit (each
+        // occurs at least as often in both texts as in the LCS), so hits = LCS.
+        const bool single = w.sents[k].front() == w.sents[k].back() && w.sents[0].front() == w.sents[0].back();
+        const int64_t hits = single ? w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids)
+                                    : lsum_hits(w, k, n_ids);
         offer(q, (double)hits / (double)np_, (double)hits / (double)tc);
       }
     }

@@ -1,4 +1,4 @@
-"""Array metrics against their oracle, PyTorch, the pure-Python baseline and a plain read, in one run.
+"""Every metric against its oracle, PyTorch, the pure-Python baseline and a plain read, in one run.
 
 Each case in turbometrics._bench is timed per implementation; report.py turns
 the JSON into ratio tables. The slow/ baseline runs on a few rows and its time
@@ -51,3 +51,13 @@ def test_numba_first_call(benchmark):
     benchmark.group = "numba first call"
     res = benchmark.pedantic(_bench.numba_first_call, rounds=1, iterations=1)
     benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})
+
+
+@pytest.mark.skipif(QUICK, reason="the 1,000,000-pair run belongs to the full benchmark")
+@pytest.mark.parametrize("case_fn,args,impl", _bench.SCALE, ids=[f"{c}{a} | {i}" for c, a, i in _bench.SCALE])
+def test_million_pairs(benchmark, case_fn, args, impl):
+    """Time and peak extra memory at 1,000,000 segment pairs, each in a fresh process."""
+    benchmark.group = "1,000,000 pairs"
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=(case_fn, args, impl), rounds=1, iterations=1)
+    name = getattr(_bench, case_fn)(*args).name
+    benchmark.extra_info.update(kind="scale", case=name, impl=impl, **res)
