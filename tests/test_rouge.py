@@ -84,6 +84,15 @@ def test_porter_stemmer_equals_nltk(word):
     assert _text.porter_stem(word) == PorterStemmer().stem(word)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(ADVERSARIAL, st.lists(st.one_of(WORDS, ADVERSARIAL), max_size=8).map(" ".join)))
+def test_rouge_tokenizer_matches_rouge_score(text):
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    assert tm.tokenize(text, "rouge") == DefaultTokenizer(use_stemmer=False).tokenize(text)
+    assert tm.tokenize(text, "rouge-stem") == DefaultTokenizer(use_stemmer=True).tokenize(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(pred=st.lists(ADVERSARIAL, max_size=3).map("\n".join),
        targets=st.lists(st.lists(st.one_of(WORDS, ADVERSARIAL), max_size=8).map(" ".join), min_size=1, max_size=3),

@@ -12,6 +12,7 @@ import numpy as np
 from libc.stdint cimport int64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
@@ -174,6 +175,8 @@ cdef extern from "rouge.hpp" namespace "tmt":
     void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                                       const int* kinds, int nk, cbool stem, double* out, int nthreads) nogil
     string c_porter_stem "tmt::porter_stem"(const string& word) nogil
+    void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, unordered_map[string, string]& cache,
+                                            Tokens& tok, vector[int]& sents) nogil
 
 
 def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, bint stem, int nthreads):
@@ -210,3 +213,15 @@ def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, 
 def porter_stem(str word):
     """nltk's PorterStemmer().stem(word) for a lowercase ASCII word."""
     return c_porter_stem(word.encode("ascii")).decode("ascii")
+
+
+def rouge_tokenize(str text, bint stem):
+    """rouge-score's tokens of ``text``: lowercase [a-z0-9] runs, Porter stems of those longer than 3."""
+    cdef Tokens t
+    cdef vector[int] sents
+    cdef unordered_map[string, string] cache
+    lowered = text.lower()
+    cdef StrView v = _view(lowered)
+    c_rouge_tokens(v, stem, cache, t, sents)
+    cdef size_t i
+    return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]

@@ -9,12 +9,11 @@ REGEX_VERSION = "2026.11.15"
 
 # name -> kernel code (text.hpp: tmt::Tokenizer)
 TOKENIZERS = {"13a": 0, "char": 1, "none": 2, "intl": 3, "zh": 4}
-PLANNED = ("rouge", "rouge-stem")
+ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
 
 
 def tokenizer_code(name: str) -> int:
-    if name in PLANNED:
-        raise ValueError(f"tokenizer {name!r} is not implemented yet; available: {', '.join(TOKENIZERS)}")
+    """The kernel code of a sacrebleu tokenizer (BLEU's ``tokenize=``)."""
     return TOKENIZERS[V.check_choice(name, "tokenize", tuple(TOKENIZERS))]
 
 
@@ -27,6 +26,12 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     including its range quirk, sacrebleu issue #298), ``"char"`` (every
     non-space character), ``"none"`` (whitespace split). Trailing whitespace is
     stripped first, as sacrebleu does before tokenizing.
+
+    ``"rouge"`` and ``"rouge-stem"`` give rouge-score's tokens (lowercase
+    ``[a-z0-9]`` runs; with nltk's Porter stem of those longer than 3 characters).
     """
-    code = tokenizer_code(tokenizer)
-    return _text.tokenize(V.check_str(text, "text"), code)
+    text = V.check_str(text, "text")
+    V.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + ROUGE_TOKENIZERS)
+    if tokenizer in ROUGE_TOKENIZERS:
+        return _text.rouge_tokenize(text, tokenizer == "rouge-stem")
+    return _text.tokenize(text, TOKENIZERS[tokenizer])
