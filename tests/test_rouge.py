@@ -105,6 +105,22 @@ def test_rouge_matches_on_adversarial_text(pred, targets, stem):
     assert_same(single, [scorer.score(targets[0], pred)], ALL)
 
 
+@settings(max_examples=300, deadline=None)
+@given(a=st.lists(st.integers(0, 5), max_size=300), b=st.lists(st.integers(0, 5), max_size=300))
+def test_bit_parallel_lcs_equals_the_dp(a, b):
+    """Multi-word carries included (sequences longer than 64 and 128)."""
+    fast, dp = _text.lcs_lengths(np.array(a, np.intc), np.array(b, np.intc))
+    expect = slow.text._lcs_table(a, b)[-1][-1] if len(a) * len(b) < 20000 else dp
+    assert fast == dp == expect
+
+
+def test_very_long_texts_use_the_linear_memory_lcs():
+    words = [f"w{i}" for i in range(30000)]  # 30k distinct tokens: masks would need 100+ MiB
+    pred, ref = " ".join(words), " ".join(words[::2] + words[1::2])
+    got = tm.rouge([pred], [ref], ["rougeL"])["rougeL"]
+    assert got.recall[0] == got.precision[0] == 15001 / 30000  # all evens, then w29999
+
+
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: tm.rouge(["a", "b"], ["a"]), ValueError, "references has 1 entries but there are 2 predictions"),
     (lambda: tm.rouge("a b", ["a b"]), TypeError, "predictions must be a list of strings"),

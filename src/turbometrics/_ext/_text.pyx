@@ -51,13 +51,19 @@ cdef extern from "text.hpp" namespace "tmt":
 cdef cbool NEUMAIER = sys.version_info >= (3, 12)
 
 
-cdef inline StrView _view(object s):
+# Token offsets are int32 and tokenizers can triple a text's length (13a pads punctuation).
+cdef Py_ssize_t MAX_CHARS = 1 << 29
+
+
+cdef StrView _view(object s) except *:
     cdef StrView v
     if s is None:
         v.data = NULL
         v.len = 0
         v.kind = 1
     else:
+        if PyUnicode_GET_LENGTH(s) > MAX_CHARS:
+            raise ValueError(f"a text of {PyUnicode_GET_LENGTH(s):,} characters is over the limit of {MAX_CHARS:,}")
         v.data = PyUnicode_DATA(s)
         v.len = PyUnicode_GET_LENGTH(s)
         v.kind = PyUnicode_KIND(s)
@@ -175,6 +181,9 @@ cdef extern from "rouge.hpp" namespace "tmt":
     void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                                       const int* kinds, int nk, cbool stem, double* out, int nthreads) nogil
     string c_porter_stem "tmt::porter_stem"(const string& word) nogil
+    cdef cppclass BitLCS:
+        int64_t lcs(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) nogil
+        int64_t lcs_dp(const int* a, int64_t m, const int* b, int64_t n) nogil
     void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, unordered_map[string, string]& cache,
                                             Tokens& tok, vector[int]& sents) nogil
 
@@ -225,3 +234,20 @@ def rouge_tokenize(str text, bint stem):
     c_rouge_tokens(v, stem, cache, t, sents)
     cdef size_t i
     return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]
+
+
+def lcs_lengths(const int[::1] a, const int[::1] b):
+    """(bit-parallel, DP) LCS lengths of two id sequences with ids in [0, max+1): a test hook."""
+    cdef BitLCS bl
+    cdef int hi = 0, i
+    for i in range(a.shape[0]):
+        if a[i] < 0:
+            raise ValueError("ids must be >= 0")
+        hi = max(hi, a[i])
+    for i in range(b.shape[0]):
+        if b[i] < 0:
+            raise ValueError("ids must be >= 0")
+        hi = max(hi, b[i])
+    cdef const int* pa = &a[0] if a.shape[0] else NULL
+    cdef const int* pb = &b[0] if b.shape[0] else NULL
+    return (bl.lcs(pa, a.shape[0], pb, b.shape[0], hi + 1), bl.lcs_dp(pa, a.shape[0], pb, b.shape[0]))

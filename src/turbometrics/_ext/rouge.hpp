@@ -53,12 +53,27 @@ static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r
 struct BitLCS {
   std::vector<uint64_t> pm, v;
   std::vector<int32_t> slot;  // id -> row of pm, -1 if the id is not in a
+  std::vector<int32_t> row;
+  // O(m n) time, O(n) memory: for texts whose match masks would not fit.
+  int64_t lcs_dp(const int32_t* a, int64_t m, const int32_t* b, int64_t n) {
+    row.assign((size_t)n + 1, 0);
+    for (int64_t i = 0; i < m; ++i) {
+      int32_t diag = 0;
+      for (int64_t j = 1; j <= n; ++j) {
+        const int32_t up = row[j];
+        row[j] = a[i] == b[j - 1] ? diag + 1 : std::max(up, row[j - 1]);
+        diag = up;
+      }
+    }
+    return row[n];
+  }
   int64_t lcs(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
     if (m == 0 || n == 0) return 0;
     const int64_t W = (m + 63) / 64;
     slot.assign(n_ids, -1);
     int32_t rows = 0;
     for (int64_t i = 0; i < m; ++i) if (slot[a[i]] < 0) slot[a[i]] = rows++;
+    if ((int64_t)rows * W > (int64_t)1 << 24) return lcs_dp(a, m, b, n);  // > 128 MiB of masks
     pm.assign((size_t)rows * W, 0);
     for (int64_t i = 0; i < m; ++i) pm[(size_t)slot[a[i]] * W + i / 64] |= 1ULL << (i % 64);
     v.assign(W, ~0ULL);
