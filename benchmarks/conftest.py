@@ -4,10 +4,14 @@ TURBOMETRICS_BENCH=quick selects the small inputs of `turbometrics bench --quick
 the default is the issue-sized inputs.
 """
 import os
+from pathlib import Path
 
 import pytest
 
 QUICK = os.environ.get("TURBOMETRICS_BENCH", "full") == "quick"
+# The shared test data (WMT17) beside the project root, or where TURBOMETRICS_DATA points; optional here.
+_data = Path(os.environ.get("TURBOMETRICS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+DATA_DIR = str(_data) if (_data / "wmt17-en-de").is_dir() else None
 
 
 def pytest_collection_modifyitems(config, items):

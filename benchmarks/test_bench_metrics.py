@@ -6,10 +6,10 @@ is scaled to the full input (recorded in extra_info["scale"]).
 """
 import pytest
 
-from conftest import QUICK
+from conftest import DATA_DIR, QUICK
 from turbometrics import _bench
 
-CASES = _bench.cases(QUICK)
+CASES = _bench.cases(QUICK, DATA_DIR)
 PARAMS = [(i, name) for i, c in enumerate(CASES) for name in c.impls]
 _data = {}
 

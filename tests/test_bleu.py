@@ -99,6 +99,14 @@ def test_known_values():
     assert tm.corpus_bleu(["a b c d"], [["a b c d"]]).score == sacrebleu.corpus_bleu(["a b c d"], [["a b c d"]]).score
 
 
+def test_str_subclasses_are_strings():
+    class Text(str):
+        pass
+
+    assert tm.corpus_bleu([Text("a b c")], [[Text("a b c")]]).score == sacrebleu.corpus_bleu(["a b c"],
+                                                                                            [["a b c"]]).score
+
+
 def test_slow_agrees(wmt17):
     ref = wmt17["ref"][:300]
     for hyp in itertools.islice(wmt17["systems"].values(), 3):

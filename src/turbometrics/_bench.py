@@ -193,8 +193,22 @@ def _text_data(n):
     return {"hyps": hyps, "refs": refs}
 
 
-def corpus_bleu_case(n: int) -> Case:
-    c = Case(f"corpus_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
+def wmt17_tiled(data_dir: str, n: int) -> dict:
+    """The WMT17 en-de reference and one system (uedin-nmt), tiled to n segments."""
+    def lines(name):
+        with open(os.path.join(data_dir, "wmt17-en-de", name), encoding="utf-8") as f:
+            text = f.read()
+        return (text[:-1] if text.endswith("\n") else text).split("\n")
+    hyps, refs = lines("uedin-nmt.4722.hyp.de"), lines("newstest2017.ref.de")
+    reps = -(-n // len(refs))
+    return {"hyps": (hyps * reps)[:n], "refs": (refs * reps)[:n]}
+
+
+def corpus_bleu_case(n: int, data_dir: str | None = None) -> Case:
+    if data_dir:
+        c = Case(f"corpus_bleu 13a, 1 ref, WMT17 tiled to {n:,} segments", lambda: wmt17_tiled(data_dir, n))
+    else:
+        c = Case(f"corpus_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
     c.impls["turbometrics"] = Impl(lambda d: tm.corpus_bleu(d["hyps"], [d["refs"]]).score, "ours")
     if have("sacrebleu"):
         def sb(d):
@@ -252,7 +266,13 @@ def rouge_case(n: int) -> Case:
     return c
 
 
-def cases(quick: bool) -> list[Case]:
+def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
+    """The benchmark cases; with ``data_dir`` (the shared test data) also the WMT17 data tiled."""
+    real = [corpus_bleu_case(5000 if quick else 100000, data_dir)] if data_dir else []
+    return _generated_cases(quick) + real
+
+
+def _generated_cases(quick: bool) -> list[Case]:
     if quick:
         return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
                 topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),

@@ -243,9 +243,10 @@ def as_texts(texts: Any, name: str) -> list[str]:
         out = list(texts)
     except TypeError:
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}") from None
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}")
+    if not set(map(type, out)) <= {str}:  # C-speed check; a closer look only if it fails
+        bad = next(((i, t) for i, t in enumerate(out) if not isinstance(t, str)), None)
+        if bad:  # (str subclasses are fine)
+            raise TypeError(f"{name}[{bad[0]}] must be a str, got {type(bad[1]).__name__}")
     return out
 
 
@@ -274,13 +275,15 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
             raise TypeError(f"{name}[{j}] must be a list of strings, got {type(stream).__name__}") from None
         if len(s) != n:
             raise ValueError(f"{name}[{j}] has {len(s)} segments but there are {n} hypotheses")
-        for i, r in enumerate(s):
-            if r is not None and not isinstance(r, str):
-                raise TypeError(f"{name}[{j}][{i}] must be a str or None, got {type(r).__name__}")
+        if not set(map(type, s)) <= {str, type(None)}:  # C-speed check; a closer look only if it fails
+            bad = next(((i, r) for i, r in enumerate(s) if r is not None and not isinstance(r, str)), None)
+            if bad:  # (str subclasses are fine)
+                raise TypeError(f"{name}[{j}][{bad[0]}] must be a str or None, got {type(bad[1]).__name__}")
         out.append(s)
-    missing = [i for i in range(n) if all(s[i] is None for s in out)]
-    if missing:
-        raise ValueError(f"segment {missing[0]} has no reference (every entry is None)")
+    if all(None in s for s in out):  # only then can a segment have no reference at all
+        missing = [i for i in range(n) if all(s[i] is None for s in out)]
+        if missing:
+            raise ValueError(f"segment {missing[0]} has no reference (every entry is None)")
     return out
 
 

@@ -50,8 +50,11 @@ typedef std::vector<uint32_t> U32;
 static void replace_all(U32& s, const char* pat, const char* rep, U32& tmp) {
   const size_t m = std::strlen(pat), r = std::strlen(rep);
   if (s.size() < m) return;
-  tmp.clear();
-  size_t i = 0;
+  // the common case: no match at all, no copy
+  const uint32_t first = (unsigned char)pat[0];
+  size_t i = std::find(s.begin(), s.end(), first) - s.begin();
+  if (i == s.size()) return;
+  tmp.assign(s.begin(), s.begin() + i);
   bool any = false;
   while (i < s.size()) {
     bool hit = i + m <= s.size();
@@ -77,16 +80,17 @@ struct Tokens {
   size_t size() const { return start.size(); }
 };
 
-// Append the whitespace-separated tokens of `s` (Python's str.split()).
-static void split_into(const U32& s, Tokens& out) {
+// The whitespace-separated tokens of `s` (Python's str.split()); takes s's buffer.
+static void split_into(U32& s, Tokens& out) {
   out.clear();
-  out.text = s;
-  size_t i = 0, n = s.size();
+  out.text.swap(s);
+  const U32& t = out.text;
+  size_t i = 0, n = t.size();
   while (i < n) {
-    while (i < n && is_space(s[i])) ++i;
+    while (i < n && is_space(t[i])) ++i;
     if (i == n) break;
     size_t j = i;
-    while (j < n && !is_space(s[j])) ++j;
+    while (j < n && !is_space(t[j])) ++j;
     out.start.push_back((int32_t)i);
     out.len.push_back((int32_t)(j - i));
     i = j;
@@ -95,40 +99,57 @@ static void split_into(const U32& s, Tokens& out) {
 
 // sacrebleu's post-tokenizer (TokenizerRegexp): four regex passes, each
 // emulating re.sub's leftmost non-overlapping scan. Result in a. With `pad`,
-// the line is first wrapped in spaces (13a's f' {line} ').
+// the line is first wrapped in spaces (13a's f' {line} '). Passes 2-4 are
+// skipped when the characters they need are absent (then they change nothing).
 static void regexp_passes(U32& a, U32& b, bool pad) {
+  bool dot_comma = false, dash = false;
+  for (uint32_t c : a) { dot_comma |= is_dot_comma(c); dash |= c == '-'; }
   // pass 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> ' \1 '
-  b.clear();
-  if (pad) b.push_back(' ');
+  b.resize(3 * a.size() + 2);
+  uint32_t* o = b.data();
+  if (pad) *o++ = ' ';
   for (uint32_t c : a) {
-    if (is_13a_punct(c)) { b.push_back(' '); b.push_back(c); b.push_back(' '); }
-    else b.push_back(c);
+    if (is_13a_punct(c)) { o[0] = ' '; o[1] = c; o[2] = ' '; o += 3; }
+    else *o++ = c;
   }
-  if (pad) b.push_back(' ');
-  // pass 2: ([^0-9])([\.,]) -> '\1 \2 '
-  a.clear();
-  for (size_t i = 0; i < b.size();) {
-    if (i + 1 < b.size() && !is_digit(b[i]) && is_dot_comma(b[i + 1])) {
-      a.push_back(b[i]); a.push_back(' '); a.push_back(b[i + 1]); a.push_back(' ');
-      i += 2;
-    } else a.push_back(b[i++]);
+  if (pad) *o++ = ' ';
+  b.resize(o - b.data());
+  if (dot_comma) {
+    // pass 2: ([^0-9])([\.,]) -> '\1 \2 '
+    a.resize(2 * b.size());
+    o = a.data();
+    const size_t n = b.size();
+    for (size_t i = 0; i < n;) {
+      if (i + 1 < n && !is_digit(b[i]) && is_dot_comma(b[i + 1])) {
+        o[0] = b[i]; o[1] = ' '; o[2] = b[i + 1]; o[3] = ' '; o += 4;
+        i += 2;
+      } else *o++ = b[i++];
+    }
+    a.resize(o - a.data());
+    // pass 3: ([\.,])([^0-9]) -> ' \1 \2'
+    b.resize(2 * a.size());
+    o = b.data();
+    const size_t m = a.size();
+    for (size_t i = 0; i < m;) {
+      if (i + 1 < m && is_dot_comma(a[i]) && !is_digit(a[i + 1])) {
+        o[0] = ' '; o[1] = a[i]; o[2] = ' '; o[3] = a[i + 1]; o += 4;
+        i += 2;
+      } else *o++ = a[i++];
+    }
+    b.resize(o - b.data());
   }
-  // pass 3: ([\.,])([^0-9]) -> ' \1 \2'
-  b.clear();
-  for (size_t i = 0; i < a.size();) {
-    if (i + 1 < a.size() && is_dot_comma(a[i]) && !is_digit(a[i + 1])) {
-      b.push_back(' '); b.push_back(a[i]); b.push_back(' '); b.push_back(a[i + 1]);
-      i += 2;
-    } else b.push_back(a[i++]);
-  }
+  if (!dash) { a.swap(b); return; }
   // pass 4: ([0-9])(-) -> '\1 \2 '
-  a.clear();
-  for (size_t i = 0; i < b.size();) {
-    if (i + 1 < b.size() && is_digit(b[i]) && b[i + 1] == '-') {
-      a.push_back(b[i]); a.push_back(' '); a.push_back('-'); a.push_back(' ');
+  a.resize(2 * b.size());
+  o = a.data();
+  const size_t n = b.size();
+  for (size_t i = 0; i < n;) {
+    if (i + 1 < n && is_digit(b[i]) && b[i + 1] == '-') {
+      o[0] = b[i]; o[1] = ' '; o[2] = '-'; o[3] = ' '; o += 4;
       i += 2;
-    } else a.push_back(b[i++]);
+    } else *o++ = b[i++];
   }
+  a.resize(o - a.data());
 }
 
 // sacrebleu's 13a: literal replacements, then the padded regex passes.
@@ -217,13 +238,22 @@ static void tok_zh(U32& a, U32& b) {
 
 struct Scratch { U32 a, b; };
 
+// The first n code points of s into a (one switch on the storage kind, not one per character).
+static void load(const StrView& s, int64_t n, U32& a) {
+  a.resize((size_t)n);
+  switch (s.kind) {
+    case 1: { const uint8_t* p = static_cast<const uint8_t*>(s.data); for (int64_t i = 0; i < n; ++i) a[i] = p[i]; break; }
+    case 2: { const uint16_t* p = static_cast<const uint16_t*>(s.data); for (int64_t i = 0; i < n; ++i) a[i] = p[i]; break; }
+    default: if (n) std::memcpy(a.data(), s.data, (size_t)n * 4);
+  }
+}
+
 // rstrip() then the tokenizer then split(): the tokens BLEU counts.
 static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   int64_t end = s.len;
   while (end > 0 && is_space(at(s, end - 1))) --end;
   U32& a = w.a;
-  a.resize((size_t)end);
-  for (int64_t i = 0; i < end; ++i) a[i] = at(s, i);
+  load(s, end, a);
   if (tok == TOK_13A) tok_13a(a, w.b);
   else if (tok == TOK_INTL) tok_intl(a, w.b);
   else if (tok == TOK_ZH) tok_zh(a, w.b);
@@ -420,7 +450,7 @@ static inline bool is_ascii_punct(uint32_t c) {  // string.punctuation
 
 // chrF's words: split(), then one leading or trailing ASCII punctuation mark
 // split off a word longer than one character (the trailing one first).
-static void chrf_words(const U32& s, Tokens& out) {
+static void chrf_words(U32& s, Tokens& out) {
   split_into(s, out);
   std::vector<int32_t> start, len;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -485,16 +515,15 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   const int order = nc + nw;
   int nseq = 0;
   if ((int)w.text.size() < nrefs + 1) { w.text.resize(nrefs + 1); w.chars.resize(nrefs + 1); w.words.resize(nrefs + 1); }
-  auto load = [&](const StrView& v) {
+  auto add = [&](const StrView& v) {
     U32& t = w.text[nseq];
-    t.resize((size_t)v.len);
-    for (int64_t i = 0; i < v.len; ++i) t[i] = at(v, i);
+    load(v, v.len, t);
     chrf_chars(t, whitespace, w.chars[nseq]);
-    if (nw > 0) chrf_words(t, w.words[nseq]);
+    if (nw > 0) chrf_words(t, w.words[nseq]);  // takes t's buffer
     ++nseq;
   };
-  load(hyp);
-  for (int r = 0; r < nrefs; ++r) if (refs[r].data) load(refs[r]);
+  add(hyp);
+  for (int r = 0; r < nrefs; ++r) if (refs[r].data) add(refs[r]);
   const int R = nseq - 1;
   w.per_ref.assign((size_t)R * 3 * order, 0);
   auto count = [&](std::vector<Tokens>& toks, int N, int base) {
