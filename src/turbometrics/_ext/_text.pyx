@@ -62,6 +62,8 @@ cdef StrView _view(object s) except *:
         v.len = 0
         v.kind = 1
     else:
+        if not isinstance(s, str):
+            raise TypeError(f"expected a str, got {type(s).__name__}")
         if PyUnicode_GET_LENGTH(s) > MAX_CHARS:
             raise ValueError(f"a text of {PyUnicode_GET_LENGTH(s):,} characters is over the limit of {MAX_CHARS:,}")
         v.data = PyUnicode_DATA(s)
@@ -70,7 +72,7 @@ cdef StrView _view(object s) except *:
     return v
 
 
-def tokenize(str text, int tok):
+def tokenize(text, int tok):
     """The tokens of one string (after rstrip), as a list of str."""
     cdef Scratch w
     cdef Tokens t
@@ -92,10 +94,10 @@ cdef _segment_views(list hyps, list refs, bint lowercase, vector[StrView]& hv, v
     hv.resize(n)
     rv.resize(n * R)
     for i in range(n):
-        hv[i] = _view(<str?>hyps[i])
+        hv[i] = _view(hyps[i])
         for r in range(R):
             s = refs[r][i]
-            rv[i * R + r] = _view(<str?>s if s is not None else None)
+            rv[i * R + r] = _view(s)
     return hyps, refs
 
 
@@ -206,9 +208,9 @@ def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, 
     pv.resize(n)
     rv.resize(len(refs))
     for i in range(n):
-        pv[i] = _view(<str?>preds[i])
+        pv[i] = _view(preds[i])
     for i in range(len(refs)):
-        rv[i] = _view(<str?>refs[i])
+        rv[i] = _view(refs[i])
     cdef vector[int] ks = kinds
     out = np.zeros((n, len(kinds), 3), dtype=np.float64)
     cdef double[:, :, ::1] o = out
@@ -219,12 +221,12 @@ def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, 
     return out
 
 
-def porter_stem(str word):
+def porter_stem(word):
     """nltk's PorterStemmer().stem(word) for a lowercase ASCII word."""
     return c_porter_stem(word.encode("ascii")).decode("ascii")
 
 
-def rouge_tokenize(str text, bint stem):
+def rouge_tokenize(text, bint stem):
     """rouge-score's tokens of ``text``: lowercase [a-z0-9] runs, Porter stems of those longer than 3."""
     cdef Tokens t
     cdef vector[int] sents
