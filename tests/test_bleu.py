@@ -1,6 +1,8 @@
 """BLEU and its tokenizers against sacrebleu: the WMT17 systems, every option, adversarial strings."""
 import itertools
 
+import numpy as np
+
 import pytest
 import sacrebleu
 from hypothesis import given, settings
@@ -97,6 +99,32 @@ def test_known_values():
     assert tm.sentence_bleu("the cat", ["the cat sat"], effective_order=False).score == 0.0
     assert tm.corpus_bleu([""], [[""]]).score == 0.0
     assert tm.corpus_bleu(["a b c d"], [["a b c d"]]).score == sacrebleu.corpus_bleu(["a b c d"], [["a b c d"]]).score
+
+
+@pytest.mark.parametrize("tokenize", TOKENIZERS)
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_prepared_references_score_several_systems(wmt17, tokenize, lowercase):
+    systems = list(wmt17["systems"].values())
+    second = [s if i % 5 else None for i, s in enumerate(systems[0])]
+    refs = [wmt17["ref"], second]
+    prepared = tm.prepare_references(refs, tokenize=tokenize, lowercase=lowercase)
+    cached = BLEU(tokenize=tokenize, lowercase=lowercase, references=refs)  # sacrebleu's reference cache
+    for hyp in systems[1:4]:
+        assert_same(tm.corpus_bleu(hyp, prepared, tokenize=tokenize, lowercase=lowercase),
+                    cached.corpus_score(hyp, None))
+        np.testing.assert_array_equal(tm.segment_bleu(hyp, prepared, tokenize=tokenize, lowercase=lowercase),
+                                      tm.segment_bleu(hyp, refs, tokenize=tokenize, lowercase=lowercase))
+
+
+def test_prepared_references_must_match_the_call(wmt17):
+    prepared = tm.prepare_references([wmt17["ref"]], tokenize="intl")
+    hyp = wmt17["systems"]["KIT"]
+    with pytest.raises(ValueError, match="prepared with tokenize='intl'"):
+        tm.corpus_bleu(hyp, prepared)
+    with pytest.raises(ValueError, match="references have 3004 segments but there are 10"):
+        tm.corpus_bleu(hyp[:10], prepared, tokenize="intl")
+    with pytest.raises(TypeError, match="references must be a list of reference streams"):
+        tm.prepare_references("abc")
 
 
 def test_str_subclasses_are_strings():

@@ -6,8 +6,8 @@ torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
-from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, segment_bleu, segment_chrf, sentence_bleu,
-                   rouge, sentence_chrf, tokenize)
+from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, prepare_references, rouge, segment_bleu,
+                   segment_chrf, sentence_bleu, sentence_chrf, tokenize)
 
 __version__ = "0.1.0"
 
@@ -15,6 +15,6 @@ __all__ = [
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll",
-    "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "tokenize",
+    "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge",
 ]

@@ -34,7 +34,9 @@ cdef extern from "text.hpp" namespace "tmt":
         pass
     void c_tokenize "tmt::tokenize"(const StrView& s, int tok, Scratch& w, Tokens& out) nogil
     void c_bleu_stats "tmt::bleu_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok,
-                                        int N, int64_t* out, int nthreads) nogil
+                                        int tok_ref, int N, int64_t* out, int nthreads) nogil
+    void c_tokenize_joined "tmt::tokenize_joined"(const StrView* texts, int64_t n, int tok, vector[unsigned int]& out,
+                                                  vector[int64_t]& offsets, int nthreads) nogil
     double c_bleu_score "tmt::bleu_score"(const int64_t* st, int N, int smooth, double smooth_value,
                                           cbool effective, cbool neumaier, double* prec, double* correct,
                                           double* total, double* bp) nogil
@@ -101,23 +103,45 @@ cdef _segment_views(list hyps, list refs, bint lowercase, vector[StrView]& hv, v
     return hyps, refs
 
 
-def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int nthreads):
+def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int nthreads, bint refs_tokenized=False):
     """Per-segment [hyp_len, ref_len, correct_1..N, total_1..N] (int64, n x (2+2N)).
 
     ``hyps``: n str; ``refs``: R lists of n (str or None), at least one str per segment.
+    ``refs_tokenized``: the references are already lowercased/tokenized (see tokenize_many).
     """
     if max_order < 1:
         raise ValueError("max_order must be >= 1")
     cdef vector[StrView] hv, rv
+    if refs_tokenized and lowercase:
+        hyps = [h.lower() for h in hyps]
+        lowercase = False
     alive = _segment_views(hyps, refs, lowercase, hv, rv)
     cdef int64_t n = hv.size(), R = len(refs)
+    cdef int tok_ref = 2 if refs_tokenized else tok  # TOK_NONE: split only
     out = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
     cdef int64_t[:, ::1] o = out
     with nogil:
         if n > 0:
-            c_bleu_stats(hv.data(), rv.data(), n, <int>R, tok, max_order, &o[0, 0], nthreads)
+            c_bleu_stats(hv.data(), rv.data(), n, <int>R, tok, tok_ref, max_order, &o[0, 0], nthreads)
     del alive
     return out
+
+
+def tokenize_many(list texts, int tok, bint lowercase, int nthreads):
+    """Each text (or None) tokenized, its tokens joined by single spaces (None stays None)."""
+    if lowercase:
+        texts = [t.lower() if t is not None else None for t in texts]
+    cdef vector[StrView] tv
+    cdef Py_ssize_t n = len(texts), i
+    tv.resize(n)
+    for i in range(n):
+        tv[i] = _view(texts[i])
+    cdef vector[unsigned int] buf
+    cdef vector[int64_t] off
+    with nogil:
+        c_tokenize_joined(tv.data(), n, tok, buf, off, nthreads)
+    return [PyUnicode_FromKindAndData(4, buf.data() + off[i], off[i + 1] - off[i]) if texts[i] is not None else None
+            for i in range(n)]
 
 
 def chrf_stats(list hyps, list refs, int char_order, int word_order, double beta, bint whitespace,

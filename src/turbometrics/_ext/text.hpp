@@ -401,13 +401,14 @@ struct BleuWork {
 
 // out = [hyp_len, ref_len, correct_1..N, total_1..N] for one segment.
 // refs: nrefs views, nullptr data = absent (at least one is present).
-static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int N,
+// tok_ref differs from tok when the references come already tokenized (TOK_NONE).
+static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int tok_ref, int N,
                          BleuWork& w, int64_t* out) {
   int nseq = 1;
   if ((int)w.toks.size() < nrefs + 1) w.toks.resize(nrefs + 1);
   tokenize(hyp, tok, w.scratch, w.toks[0]);
   for (int r = 0; r < nrefs; ++r)
-    if (refs[r].data) tokenize(refs[r], tok, w.scratch, w.toks[nseq++]);
+    if (refs[r].data) tokenize(refs[r], tok_ref, w.scratch, w.toks[nseq++]);
   token_ids(w.toks, nseq, w.tids, w.lv);
   Levels& lv = w.lv;
   lv.begin(nseq, (size_t)w.tids.next);
@@ -610,15 +611,41 @@ static double bleu_score(const int64_t* st, int N, int smooth, double smooth_val
 namespace tmt {
 
 // Statistics of every segment, parallel over segments. refs is n x R (row per segment).
-static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int N,
-                              int64_t* out, int nthreads) {
+static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int tok_ref,
+                              int N, int64_t* out, int nthreads) {
   const int64_t W = 2 + 2 * (int64_t)N;
 #pragma omp parallel num_threads(nthreads)
   {
     BleuWork w;
 #pragma omp for schedule(dynamic, 64)
-    for (int64_t i = 0; i < n; ++i) bleu_segment(hyps[i], refs + i * R, R, tok, N, w, out + i * W);
+    for (int64_t i = 0; i < n; ++i) bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W);
   }
+}
+
+// Tokenize texts (n views) into one buffer: tokens joined by single spaces, text i
+// occupying [offsets[i], offsets[i+1]) of `out` (code points).
+static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, std::vector<uint32_t>& out,
+                                   std::vector<int64_t>& offsets, int nthreads) {
+  std::vector<U32> parts((size_t)n);
+#pragma omp parallel num_threads(nthreads)
+  {
+    Scratch w;
+    Tokens t;
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < n; ++i) {
+      if (!texts[i].data) continue;
+      tokenize(texts[i], tok, w, t);
+      U32& p = parts[i];
+      for (size_t k = 0; k < t.size(); ++k) {
+        if (k) p.push_back(' ');
+        p.insert(p.end(), t.text.begin() + t.start[k], t.text.begin() + t.start[k] + t.len[k]);
+      }
+    }
+  }
+  offsets.assign((size_t)n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + (int64_t)parts[i].size();
+  out.resize((size_t)offsets[n]);
+  for (int64_t i = 0; i < n; ++i) if (!parts[i].empty()) std::memcpy(&out[offsets[i]], parts[i].data(), parts[i].size() * 4);
 }
 
 static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,

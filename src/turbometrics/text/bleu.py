@@ -79,10 +79,53 @@ def _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, smoot
             f"|tok:{tokenize}|smooth:{smooth}|version:{SACREBLEU_VERSION}")
 
 
-def _stats(hypotheses, references, tok, order, lowercase, num_threads):
+@dataclass(frozen=True, eq=False)
+class PreparedReferences:
+    """Reference streams lowercased (if asked) and tokenized once, to score many systems against.
+
+    Made by ``prepare_references``; pass it as ``references`` to
+    ``corpus_bleu``/``segment_bleu`` with the same ``tokenize`` and
+    ``lowercase`` (sacrebleu's ``BLEU(references=...)``). ``streams`` hold each
+    reference's tokens joined by single spaces (``None`` where absent).
+    """
+
+    streams: list
+    tokenize: str
+    lowercase: bool
+
+    def __len__(self) -> int:
+        return len(self.streams[0])
+
+
+def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str = "13a",
+                       lowercase: bool = False, *, num_threads: int | None = None) -> PreparedReferences:
+    """Tokenize reference streams once for scoring several systems (the reference-side work is cached)."""
+    tok = tokenizer_code(tokenize)
+    try:
+        n = len(references[0])
+    except (TypeError, IndexError, KeyError):
+        n = 0  # as_reference_streams says what is wrong
+    streams = V.as_reference_streams(references, n)
+    threads = V.check_threads(num_threads)
+    return PreparedReferences([_text.tokenize_many(s, tok, bool(lowercase), threads) for s in streams],
+                              tokenize, bool(lowercase))
+
+
+def _stats(hypotheses, references, tokenize, order, lowercase, num_threads):
     hyps = V.as_texts(hypotheses, "hypotheses")
-    refs = V.as_reference_streams(references, len(hyps))
-    stats = _text.bleu_stats(hyps, refs, tok, order, bool(lowercase), V.check_threads(num_threads))
+    prepared = isinstance(references, PreparedReferences)
+    if prepared:
+        if (references.tokenize, references.lowercase) != (tokenize, bool(lowercase)):
+            raise ValueError(f"references were prepared with tokenize={references.tokenize!r}, "
+                             f"lowercase={references.lowercase}; this call asks for tokenize={tokenize!r}, "
+                             f"lowercase={bool(lowercase)}")
+        if len(references) != len(hyps):
+            raise ValueError(f"references have {len(references)} segments but there are {len(hyps)} hypotheses")
+        refs = references.streams
+    else:
+        refs = V.as_reference_streams(references, len(hyps))
+    stats = _text.bleu_stats(hyps, refs, tokenizer_code(tokenize), order, bool(lowercase),
+                             V.check_threads(num_threads), prepared)
     nrefs = {sum(s[i] is not None for s in refs) for i in range(min(len(hyps), 1000))}
     return stats, (nrefs.pop() if len(nrefs) == 1 else "var")
 
@@ -107,9 +150,11 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     ``references[j][i]`` is reference j of segment i; ``None`` drops it, so
     segments may have different numbers of references (each needs one).
     Unlike sacrebleu, every stream must have exactly one entry per hypothesis.
+    To score several systems against the same references, tokenize them once
+    with ``prepare_references`` and pass that instead.
     """
-    tok, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
-    stats, nrefs = _stats(hypotheses, references, tok, order, lowercase, num_threads)
+    _, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
+    stats, nrefs = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
     sig = _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, value)
     return _score(stats.sum(axis=0), code, value, order, effective_order, sig)
 
@@ -131,6 +176,6 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
                  max_ngram_order: int = 4, effective_order: bool = True, *,
                  num_threads: int | None = None) -> np.ndarray:
     """Sentence BLEU of every segment (float64), equal to a loop of ``sacrebleu.sentence_bleu``."""
-    tok, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
-    stats, _ = _stats(hypotheses, references, tok, order, lowercase, num_threads)
+    _, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
+    stats, _ = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
     return _text.bleu_scores(stats, order, code, float(value or 0.0), bool(effective_order))
