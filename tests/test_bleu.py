@@ -61,6 +61,13 @@ def test_variable_number_of_references(wmt17):
     assert "nrefs:var" in ours.signature
 
 
+def test_variable_references_late_in_the_corpus_show_in_the_signature():
+    refs = [["a b"] * 1500, ["a b"] * 1200 + [None] * 300]
+    assert "nrefs:var" in tm.corpus_bleu(["a b"] * 1500, refs).signature
+    assert "nrefs:var" in tm.corpus_chrf(["a b"] * 1500, refs).signature
+    assert "nrefs:2" in tm.corpus_bleu(["a b"] * 1500, [refs[0], refs[0]]).signature
+
+
 def test_printing_and_signature(wmt17):
     hyp = wmt17["systems"]["uedin-nmt"]
     ours = tm.corpus_bleu(hyp, [wmt17["ref"]])

@@ -235,18 +235,29 @@ def check_str(s: Any, name: str) -> str:
     return s
 
 
+def _as_list(x: Any, name: str, what: str) -> list:
+    """list(x), refusing a bare string (which would iterate as characters)."""
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"{name} must be {what}, not a single {type(x).__name__}")
+    try:
+        return list(x)
+    except TypeError:
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__}") from None
+
+
+def _check_strs(items: list, name: str, allow_none: bool = False) -> None:
+    """Every item a str (or None); a C-speed type scan, a closer look only if it fails."""
+    if set(map(type, items)) <= ({str, type(None)} if allow_none else {str}):
+        return
+    for i, t in enumerate(items):
+        if not (isinstance(t, str) or (allow_none and t is None)):  # str subclasses are fine
+            raise TypeError(f"{name}[{i}] must be a str{' or None' if allow_none else ''}, got {type(t).__name__}")
+
+
 def as_texts(texts: Any, name: str) -> list[str]:
     """A list of str from any sequence of str; a bare string is an error, not a sequence of characters."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{name} must be a list of strings, not a single {type(texts).__name__}")
-    try:
-        out = list(texts)
-    except TypeError:
-        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}") from None
-    if not set(map(type, out)) <= {str}:  # C-speed check; a closer look only if it fails
-        bad = next(((i, t) for i, t in enumerate(out) if not isinstance(t, str)), None)
-        if bad:  # (str subclasses are fine)
-            raise TypeError(f"{name}[{bad[0]}] must be a str, got {type(bad[1]).__name__}")
+    out = _as_list(texts, name, "a list of strings")
+    _check_strs(out, name)
     return out
 
 
@@ -256,12 +267,7 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     Every segment needs at least one reference; streams of the wrong length
     are an error (sacrebleu would silently truncate).
     """
-    if isinstance(references, (str, bytes)):
-        raise TypeError(f"{name} must be a list of reference streams (lists of strings), not a str")
-    try:
-        streams = list(references)
-    except TypeError:
-        raise TypeError(f"{name} must be a list of reference streams, got {type(references).__name__}") from None
+    streams = _as_list(references, name, "a list of reference streams (lists of strings)")
     if not streams:
         raise ValueError(f"{name} is empty: give at least one reference stream")
     out = []
@@ -269,16 +275,10 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
         if isinstance(stream, (str, bytes)):
             raise TypeError(f"{name}[{j}] must be a stream (list) of strings, not a str; "
                             f"for one reference per segment pass [refs]")
-        try:
-            s = list(stream)
-        except TypeError:
-            raise TypeError(f"{name}[{j}] must be a list of strings, got {type(stream).__name__}") from None
+        s = _as_list(stream, f"{name}[{j}]", "a list of strings")
         if len(s) != n:
             raise ValueError(f"{name}[{j}] has {len(s)} segments but there are {n} hypotheses")
-        if not set(map(type, s)) <= {str, type(None)}:  # C-speed check; a closer look only if it fails
-            bad = next(((i, r) for i, r in enumerate(s) if r is not None and not isinstance(r, str)), None)
-            if bad:  # (str subclasses are fine)
-                raise TypeError(f"{name}[{j}][{bad[0]}] must be a str or None, got {type(bad[1]).__name__}")
+        _check_strs(s, f"{name}[{j}]", allow_none=True)
         out.append(s)
     if all(None in s for s in out):  # only then can a segment have no reference at all
         missing = [i for i in range(n) if all(s[i] is None for s in out)]
@@ -289,12 +289,7 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
 
 def as_multi_references(references: Any, n: int, name: str = "references") -> tuple[list[str], np.ndarray]:
     """One reference (str) or several (a list of str) per prediction, flattened with offsets."""
-    if isinstance(references, (str, bytes)):
-        raise TypeError(f"{name} must be a list (one entry per prediction), not a single str")
-    try:
-        items = list(references)
-    except TypeError:
-        raise TypeError(f"{name} must be a list, got {type(references).__name__}") from None
+    items = _as_list(references, name, "a list (one entry per prediction)")
     if len(items) != n:
         raise ValueError(f"{name} has {len(items)} entries but there are {n} predictions")
     flat: list[str] = []

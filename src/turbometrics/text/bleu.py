@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _validate as V
 from .._ext import _text
-from .tokenizers import tokenizer_code
+from .tokenizers import nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
 SMOOTH = {"none": (0, None), "floor": (1, 0.1), "add-k": (2, 1), "exp": (3, None)}
@@ -58,7 +58,8 @@ class BLEUScore:
 
 
 def _options(tokenize, smooth_method, smooth_value, max_ngram_order):
-    tok = tokenizer_code(tokenize)
+    """Validated (smoothing code, smoothing value, max order)."""
+    tokenizer_code(tokenize)
     V.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
     code, default = SMOOTH[smooth_method]
     if smooth_value is None:
@@ -68,7 +69,7 @@ def _options(tokenize, smooth_method, smooth_value, max_ngram_order):
     order = V.check_int(max_ngram_order, "max_ngram_order")
     if order < 1:
         raise ValueError(f"max_ngram_order must be >= 1, got {order}")
-    return tok, code, smooth_value, order
+    return code, smooth_value, order
 
 
 def _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, smooth_value) -> str:
@@ -126,8 +127,7 @@ def _stats(hypotheses, references, tokenize, order, lowercase, num_threads):
         refs = V.as_reference_streams(references, len(hyps))
     stats = _text.bleu_stats(hyps, refs, tokenizer_code(tokenize), order, bool(lowercase),
                              V.check_threads(num_threads), prepared)
-    nrefs = {sum(s[i] is not None for s in refs) for i in range(min(len(hyps), 1000))}
-    return stats, (nrefs.pop() if len(nrefs) == 1 else "var")
+    return stats, nrefs_label(refs)
 
 
 def _score(stats_row: np.ndarray, code, smooth_value, order, effective_order, signature) -> BLEUScore:
@@ -153,7 +153,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     To score several systems against the same references, tokenize them once
     with ``prepare_references`` and pass that instead.
     """
-    _, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
+    code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
     stats, nrefs = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
     sig = _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, value)
     return _score(stats.sum(axis=0), code, value, order, effective_order, sig)
@@ -176,6 +176,6 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
                  max_ngram_order: int = 4, effective_order: bool = True, *,
                  num_threads: int | None = None) -> np.ndarray:
     """Sentence BLEU of every segment (float64), equal to a loop of ``sacrebleu.sentence_bleu``."""
-    _, code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
+    code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
     stats, _ = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
     return _text.bleu_scores(stats, order, code, float(value or 0.0), bool(effective_order))

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _validate as V
 from .._ext import _text
 from .bleu import SACREBLEU_VERSION
+from .tokenizers import nrefs_label
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,7 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
                          num_threads)
     score = float(_text.chrf_scores(np.ascontiguousarray(stats.sum(axis=0)[None]), float(beta),
                                     bool(eps_smoothing))[0])
-    counts = {sum(s[i] is not None for s in refs) for i in range(min(len(stats), 1000))}
-    nrefs = counts.pop() if len(counts) == 1 else "var"
+    nrefs = nrefs_label(refs)
     sig = (f"nrefs:{nrefs}|case:{'lc' if lowercase else 'mixed'}|eff:{'no' if eps_smoothing else 'yes'}"
            f"|nc:{nc}|nw:{nw}|space:{'yes' if whitespace else 'no'}|version:{SACREBLEU_VERSION}")
     return CHRFScore(score, nc, nw, beta, sig)

@@ -35,3 +35,11 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     if tokenizer in ROUGE_TOKENIZERS:
         return _text.rouge_tokenize(text, tokenizer == "rouge-stem")
     return _text.tokenize(text, TOKENIZERS[tokenizer])
+
+
+def nrefs_label(streams: list) -> int | str:
+    """sacrebleu's signature field: the number of references per segment, or "var" if it varies."""
+    if not any(None in s for s in streams):
+        return len(streams)
+    counts = {sum(r is not None for r in refs) for refs in zip(*streams)}
+    return counts.pop() if len(counts) == 1 else "var"
