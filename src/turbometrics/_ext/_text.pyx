@@ -53,8 +53,8 @@ cdef extern from "text.hpp" namespace "tmt":
 cdef cbool NEUMAIER = sys.version_info >= (3, 12)
 
 
-# Token offsets are int32 and tokenizers can triple a text's length (13a pads punctuation).
-cdef Py_ssize_t MAX_CHARS = 1 << 29
+# Token offsets are int32, and the 13a passes can grow a text up to about 6x (padding punctuation).
+cdef Py_ssize_t MAX_CHARS = 1 << 28
 
 
 cdef StrView _view(object s) except *:
