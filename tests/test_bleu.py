@@ -37,18 +37,20 @@ SMOOTHING = [("exp", None), ("none", None), ("floor", None), ("floor", 0.3), ("a
              ("add-k", 0.5)]
 
 
-@pytest.mark.parametrize("smooth_method,smooth_value", SMOOTHING)
 @pytest.mark.parametrize("order", [2, 4, 6])
-@pytest.mark.parametrize("effective_order", [False, True])
-def test_corpus_bleu_options_and_two_references(wmt17, smooth_method, smooth_value, order, effective_order):
-    systems = list(wmt17["systems"].values())
-    hyp, second = systems[0], systems[1]
-    for refs in ([wmt17["ref"]], [wmt17["ref"], second]):
-        theirs = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, max_ngram_order=order,
-                      effective_order=effective_order).corpus_score(hyp, refs)
-        ours = tm.corpus_bleu(hyp, refs, smooth_method=smooth_method, smooth_value=smooth_value,
-                              max_ngram_order=order, effective_order=effective_order)
-        assert_same(ours, theirs)
+@pytest.mark.parametrize("two_refs", [False, True])
+def test_corpus_bleu_every_system_every_option(wmt17, order, two_refs):
+    """Every system x smoothing x effective order; sacrebleu's statistics are extracted once per system."""
+    systems = list(wmt17["systems"].items())
+    for k, (name, hyp) in enumerate(systems):
+        refs = [wmt17["ref"]] + ([systems[(k + 1) % len(systems)][1]] if two_refs else [])
+        stats = BLEU(max_ngram_order=order)._extract_corpus_statistics(hyp, refs)
+        for (smooth_method, smooth_value), eff in itertools.product(SMOOTHING, [False, True]):
+            theirs = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, max_ngram_order=order,
+                          effective_order=eff)._aggregate_and_compute(stats)
+            ours = tm.corpus_bleu(hyp, refs, smooth_method=smooth_method, smooth_value=smooth_value,
+                                  max_ngram_order=order, effective_order=eff)
+            assert_same(ours, theirs)
 
 
 def test_variable_number_of_references(wmt17):
