@@ -7,7 +7,7 @@ import pytest
 import sacrebleu
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 
 import turbometrics as tm
 from turbometrics import slow
@@ -253,3 +253,24 @@ def test_every_code_point_splits_like_python():
 def test_bad_text_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+ODD = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hyp=ODD, ref=ODD, tokenize=st.sampled_from(TOKENIZERS))
+def test_any_code_point_even_lone_surrogates_and_nul(hyp, ref, tokenize):
+    """No crash, and sacrebleu's numbers, on any code points (surrogates, NUL, private use, unassigned)."""
+    assert_same(tm.corpus_bleu([hyp], [[ref]], tokenize=tokenize),
+                sacrebleu.corpus_bleu([hyp], [[ref]], tokenize=tokenize))
+    assert tm.corpus_chrf([hyp], [[ref]], word_order=2).score == CHRF(word_order=2).corpus_score([hyp], [[ref]]).score
+
+
+def test_thread_count_does_not_change_text_results(wmt17):
+    hyp, ref = wmt17["systems"]["online-G"], wmt17["ref"]
+    for f in (tm.segment_bleu, tm.segment_chrf):
+        np.testing.assert_array_equal(f(hyp, [ref], num_threads=1), f(hyp, [ref], num_threads=3))
+    a, b = tm.rouge(hyp, ref, use_stemmer=True, num_threads=1), tm.rouge(hyp, ref, use_stemmer=True, num_threads=3)
+    for t in a:
+        np.testing.assert_array_equal(a[t].fmeasure, b[t].fmeasure)

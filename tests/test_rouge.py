@@ -137,3 +137,11 @@ def test_very_long_texts_use_the_linear_memory_lcs():
 def test_bad_rouge_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@settings(max_examples=200, deadline=None)
+@given(pred=st.text(alphabet=st.characters(exclude_categories=()), max_size=40),
+       target=st.text(alphabet=st.characters(exclude_categories=()), max_size=40))
+def test_any_code_point_even_lone_surrogates(pred, target):
+    scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=True)
+    assert_same(tm.rouge([pred], [target], ALL, use_stemmer=True), [scorer.score(target, pred)], ALL)
