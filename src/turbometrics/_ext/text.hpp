@@ -101,9 +101,13 @@ static void split_into(U32& s, Tokens& out) {
 // emulating re.sub's leftmost non-overlapping scan. Result in a. With `pad`,
 // the line is first wrapped in spaces (13a's f' {line} '). Passes 2-4 are
 // skipped when the characters they need are absent (then they change nothing).
-static void regexp_passes(U32& a, U32& b, bool pad) {
-  bool dot_comma = false, dash = false;
-  for (uint32_t c : a) { dot_comma |= is_dot_comma(c); dash |= c == '-'; }
+static void regexp_passes(U32& a, U32& b, bool pad, int need = -1) {
+  // need: bit 0 = '.' or ',' present, bit 1 = '-' present (-1: scan for them here)
+  if (need < 0) {
+    need = 0;
+    for (uint32_t c : a) need |= (is_dot_comma(c) ? 1 : 0) | (c == '-' ? 2 : 0);
+  }
+  const bool dot_comma = need & 1, dash = need & 2;
   // pass 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> ' \1 '
   b.resize(3 * a.size() + 2);
   uint32_t* o = b.data();
@@ -154,16 +158,26 @@ static void regexp_passes(U32& a, U32& b, bool pad) {
 
 // sacrebleu's 13a: literal replacements, then the padded regex passes.
 static void tok_13a(U32& a, U32& b) {
-  replace_all(a, "<skipped>", "", b);
-  replace_all(a, "-\n", "", b);
-  replace_all(a, "\n", " ", b);
-  if (std::find(a.begin(), a.end(), (uint32_t)'&') != a.end()) {
+  // One scan says which steps can change anything. The replacements never
+  // add '.', ',' or '-', so the flags stay valid for the regex passes.
+  bool lt = false, nl = false, amp = false;
+  int need = 0;
+  for (uint32_t c : a) {
+    lt |= c == '<'; nl |= c == '\n'; amp |= c == '&';
+    need |= (is_dot_comma(c) ? 1 : 0) | (c == '-' ? 2 : 0);
+  }
+  if (lt) replace_all(a, "<skipped>", "", b);
+  if (nl) {
+    replace_all(a, "-\n", "", b);
+    replace_all(a, "\n", " ", b);
+  }
+  if (amp) {
     replace_all(a, "&quot;", "\"", b);
     replace_all(a, "&amp;", "&", b);
     replace_all(a, "&lt;", "<", b);
     replace_all(a, "&gt;", ">", b);
   }
-  regexp_passes(a, b, true);
+  regexp_passes(a, b, true, need);
 }
 
 template <size_t K>
