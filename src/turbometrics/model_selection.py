@@ -1,0 +1,214 @@
+"""K-fold splitters with scikit-learn's folds, in its order, without importing scikit-learn.
+
+Each splitter yields ``(train_indices, test_indices)`` (sorted int arrays) from
+``split(X, y=None, groups=None)``. Shuffling draws from NumPy's legacy
+``RandomState`` exactly as scikit-learn does: an int ``random_state`` makes
+every ``split()`` call give the same folds, a ``RandomState`` advances, and
+``None`` uses NumPy's global RNG.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any, Iterator
+
+import numpy as np
+
+__all__ = ["KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold"]
+
+
+def check_random_state(seed: Any) -> np.random.RandomState:
+    """scikit-learn's rule: None -> the global RandomState, int -> a new one, RandomState -> itself."""
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return np.random.RandomState(int(seed))
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"random_state must be None, an int or a numpy RandomState; got {seed!r}")
+
+
+def _n_samples(X: Any) -> int:
+    if X is None:
+        raise TypeError("X must be array-like (its length is the number of samples), got None")
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        if len(shape) == 0:
+            raise TypeError("X must have at least one dimension")
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(f"X must be array-like, got {type(X).__name__}") from None
+
+
+def _column(a: Any, name: str, n: int) -> np.ndarray:
+    if a is None:
+        raise ValueError(f"the {name!r} parameter should not be None")
+    arr = np.asarray(a)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if len(arr) != n:
+        raise ValueError(f"{name} has {len(arr)} entries but X has {n} samples")
+    return arr
+
+
+class _BaseKFold:
+    def __init__(self, n_splits: int, *, shuffle: bool, random_state: Any):
+        if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral):
+            raise ValueError(f"n_splits must be an integer, got {n_splits!r}")
+        if n_splits <= 1:
+            raise ValueError(f"k-fold cross-validation needs n_splits >= 2, got {n_splits}")
+        if not isinstance(shuffle, bool):
+            raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+        if not shuffle and random_state is not None:
+            raise ValueError("random_state has no effect since shuffle is False; leave it None or set shuffle=True")
+        self.n_splits = int(n_splits)
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def get_n_splits(self, X: Any = None, y: Any = None, groups: Any = None) -> int:
+        return self.n_splits
+
+    def _test_masks(self, n: int, y: Any, groups: Any) -> Iterator[np.ndarray]:
+        raise NotImplementedError
+
+    def split(self, X: Any, y: Any = None, groups: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        n = _n_samples(X)
+        if self.n_splits > n:
+            raise ValueError(f"cannot have n_splits={self.n_splits} greater than the number of samples: {n}")
+        indices = np.arange(n)
+        for test in self._test_masks(n, y, groups):
+            yield indices[~test], indices[test]
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(n_splits={self.n_splits}, random_state={self.random_state!r}, "
+                f"shuffle={self.shuffle})")
+
+
+def _masks_from_folds(n: int, folds: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    for test_index in folds:
+        mask = np.zeros(n, dtype=bool)
+        mask[test_index] = True
+        yield mask
+
+
+class KFold(_BaseKFold):
+    """scikit-learn's KFold: contiguous folds of sizes n//k (+1 for the first n%k), optionally shuffled."""
+
+    def __init__(self, n_splits: int = 5, *, shuffle: bool = False, random_state: Any = None):
+        super().__init__(n_splits, shuffle=shuffle, random_state=random_state)
+
+    def _test_masks(self, n, y, groups):
+        indices = np.arange(n)
+        if self.shuffle:
+            check_random_state(self.random_state).shuffle(indices)
+        sizes = np.full(self.n_splits, n // self.n_splits, dtype=int)
+        sizes[: n % self.n_splits] += 1
+        stops = np.cumsum(sizes)
+        return _masks_from_folds(n, (indices[stop - size:stop] for size, stop in zip(sizes, stops)))
+
+
+class StratifiedKFold(_BaseKFold):
+    """scikit-learn's StratifiedKFold: each fold keeps the class proportions of ``y``.
+
+    Classes are numbered in order of first appearance; class c's samples go to
+    folds ``arange(k).repeat(allocation[:, c])`` in sample order (shuffled per
+    class with ``shuffle=True``), where allocation comes from dealing the
+    sorted labels round-robin over the folds.
+    """
+
+    def __init__(self, n_splits: int = 5, *, shuffle: bool = False, random_state: Any = None):
+        super().__init__(n_splits, shuffle=shuffle, random_state=random_state)
+
+    def _test_masks(self, n, y, groups):
+        y = _column(y, "y", n)
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y) & (y == np.round(y))):
+            raise ValueError("StratifiedKFold needs class labels (binary or multiclass y), got continuous values")
+        if y.dtype.kind not in "iufbUSO":
+            raise ValueError(f"y must hold class labels, got dtype {y.dtype}")
+        rng = check_random_state(self.random_state)
+        _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
+        _, class_perm = np.unique(first, return_inverse=True)
+        encoded = class_perm[inverse.reshape(-1)]
+        n_classes = len(first)
+        counts = np.bincount(encoded)
+        if np.all(self.n_splits > counts):
+            raise ValueError(f"n_splits={self.n_splits} cannot be greater than the number of members in each class")
+        if self.n_splits > counts.min():
+            warnings.warn(f"The least populated class in y has only {counts.min()} members, which is less than "
+                          f"n_splits={self.n_splits}.", UserWarning, stacklevel=3)
+        ordered = np.sort(encoded)
+        allocation = np.asarray([np.bincount(ordered[i::self.n_splits], minlength=n_classes)
+                                 for i in range(self.n_splits)])
+        test_folds = np.empty(n, dtype="i")
+        for k in range(n_classes):
+            folds_for_class = np.arange(self.n_splits).repeat(allocation[:, k])
+            if self.shuffle:
+                rng.shuffle(folds_for_class)
+            test_folds[encoded == k] = folds_for_class
+        return (test_folds == i for i in range(self.n_splits))
+
+    def split(self, X, y, groups=None):
+        return super().split(X, y, groups)
+
+
+class GroupKFold(_BaseKFold):
+    """scikit-learn's GroupKFold: no group in two folds.
+
+    Without shuffling, groups go largest first to the currently lightest fold
+    (the first on ties); with ``shuffle=True`` a permutation of the groups is
+    cut into k nearly equal runs (``np.array_split``).
+    """
+
+    def __init__(self, n_splits: int = 5, *, shuffle: bool = False, random_state: Any = None):
+        super().__init__(n_splits, shuffle=shuffle, random_state=random_state)
+
+    def _test_masks(self, n, y, groups):
+        groups = _column(groups, "groups", n)
+        unique, group_idx = np.unique(groups, return_inverse=True)
+        group_idx = group_idx.reshape(-1)
+        if self.n_splits > len(unique):
+            raise ValueError(f"cannot have n_splits={self.n_splits} greater than the number of groups: "
+                             f"{len(unique)}")
+        if self.shuffle:
+            perm = check_random_state(self.random_state).permutation(unique)
+            return (np.isin(groups, ids) for ids in np.array_split(perm, self.n_splits))
+        sizes = np.bincount(group_idx)
+        order = np.argsort(sizes, kind="stable")[::-1]
+        fold_weight = np.zeros(self.n_splits)
+        group_to_fold = np.zeros(len(unique))
+        for rank, weight in enumerate(sizes[order]):  # greedy: one step per group
+            lightest = np.argmin(fold_weight)
+            fold_weight[lightest] += weight
+            group_to_fold[order[rank]] = lightest
+        fold_of_sample = group_to_fold[group_idx]
+        return (fold_of_sample == f for f in range(self.n_splits))
+
+    def split(self, X, y=None, groups=None):
+        return super().split(X, y, groups)
+
+
+class RepeatedKFold:
+    """scikit-learn's RepeatedKFold: ``n_repeats`` shuffled KFolds drawing from one RandomState in turn."""
+
+    def __init__(self, *, n_splits: int = 5, n_repeats: int = 10, random_state: Any = None):
+        if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral):
+            raise ValueError(f"n_repeats must be an integer, got {n_repeats!r}")
+        if n_repeats <= 0:
+            raise ValueError(f"n_repeats must be > 0, got {n_repeats}")
+        KFold(n_splits)  # validates n_splits
+        self.n_splits, self.n_repeats, self.random_state = int(n_splits), int(n_repeats), random_state
+
+    def get_n_splits(self, X: Any = None, y: Any = None, groups: Any = None) -> int:
+        return self.n_splits * self.n_repeats
+
+    def split(self, X: Any, y: Any = None, groups: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        rng = check_random_state(self.random_state)
+        for _ in range(self.n_repeats):
+            yield from KFold(self.n_splits, shuffle=True, random_state=rng).split(X, y, groups)
+
+    def __repr__(self) -> str:
+        return f"RepeatedKFold(n_repeats={self.n_repeats}, n_splits={self.n_splits}, random_state={self.random_state!r})"
