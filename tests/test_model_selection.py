@@ -107,3 +107,52 @@ def test_lists_and_float_labels():
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_cross_validate_equals_scikit_learn_with_an_estimator():
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_classification(n_samples=300, n_features=8, n_informative=5, n_classes=3, random_state=0)
+    est = LogisticRegression(max_iter=500)
+    theirs = skm.cross_validate(est, X, y, cv=skm.StratifiedKFold(5), scoring="accuracy")["test_score"]
+    res = tm.cross_validate(est, X, y, cv=tm.StratifiedKFold(5), method="predict",
+                            metrics={"accuracy": lambda p, t: np.mean(p == t)})
+    np.testing.assert_array_equal(res["accuracy"], theirs)
+    top2 = tm.cross_validate(est, X, y, cv=tm.StratifiedKFold(5), metrics={"top2": lambda p, t: tm.topk_accuracy(
+        p, t, k=2)})  # predict_proba scores straight into a turbometrics metric
+    assert top2.values["top2"].shape == (5,) and np.all(top2["top2"] >= res["accuracy"])
+    assert res.mean["accuracy"] == pytest.approx(np.mean(theirs)) and res.std["accuracy"] == np.std(theirs)
+
+
+def test_cross_validate_with_a_function_and_a_printed_table():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.standard_normal(120)
+
+    def least_squares(X_train, y_train, X_test):
+        w, *_ = np.linalg.lstsq(X_train, y_train, rcond=None)
+        return X_test @ w
+
+    res = tm.cross_validate(least_squares, X, y, cv=4, metrics={"mse": lambda p, t: np.mean((p - t) ** 2)})
+    assert res["mse"].shape == (4,) and res.mean["mse"] < 1e-3
+    assert len(res.fit_time) == len(res.score_time) == 4
+    table = str(res)
+    assert "fold" in table and "mse" in table and "mean" in table and "fit_time" in table
+    assert len(table.splitlines()) == 2 + 4 + 3
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: tm.cross_validate(lambda a, b, c: c, np.zeros(4), np.zeros(4), metrics={}), ValueError, "metrics must"),
+    (lambda: tm.cross_validate(lambda a, b, c: c, np.zeros(4), np.zeros(4), cv=2, metrics={"m": 3}), TypeError,
+     r"metrics\['m'\] must be callable"),
+    (lambda: tm.cross_validate(3, np.zeros(4), np.zeros(4), cv=2, metrics={"m": np.mean}), TypeError,
+     "fit_predict must be"),
+    (lambda: tm.cross_validate(lambda a, b, c: c, np.zeros(4), np.zeros(5), cv=2, metrics={"m": np.mean}),
+     ValueError, "X has 4 samples but y has 5"),
+    (lambda: tm.cross_validate(lambda a, b, c: c, np.zeros(4), np.zeros(4), cv="5", metrics={"m": np.mean}),
+     TypeError, "cv must be an int or a splitter"),
+])
+def test_cross_validate_bad_arguments(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

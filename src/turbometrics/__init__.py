@@ -4,7 +4,7 @@ Same numbers as the reference implementations (scikit-learn, PyTorch,
 torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 """
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
-from .model_selection import GroupKFold, KFold, RepeatedKFold, StratifiedKFold
+from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
 from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, prepare_references, rouge, segment_bleu,
@@ -18,5 +18,5 @@ __all__ = [
     "perplexity_from_nll",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge",
-    "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold",
+    "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
 ]

@@ -1,4 +1,4 @@
-"""K-fold splitters with scikit-learn's folds, in its order, without importing scikit-learn.
+"""K-fold splitters with scikit-learn's folds, in its order (no scikit-learn import), and cross_validate.
 
 Each splitter yields ``(train_indices, test_indices)`` (sorted int arrays) from
 ``split(X, y=None, groups=None)``. Shuffling draws from NumPy's legacy
@@ -8,7 +8,9 @@ every ``split()`` call give the same folds, a ``RandomState`` advances, and
 """
 from __future__ import annotations
 
+import copy
 import numbers
+import time
 import warnings
 from typing import Any, Iterator
 
@@ -212,3 +214,110 @@ class RepeatedKFold:
 
     def __repr__(self) -> str:
         return f"RepeatedKFold(n_repeats={self.n_repeats}, n_splits={self.n_splits}, random_state={self.random_state!r})"
+
+
+# ---------------------------------------------------------------- cross validation
+
+__all__ += ["cross_validate", "CVResult"]
+
+
+class CVResult:
+    """Per-fold metric values with their mean and standard deviation, and fit/score times (seconds).
+
+    ``values[name]`` is a float64 array with one entry per fold (in the
+    splitter's order); ``mean[name]``, ``std[name]`` (population std, as
+    ``np.std``); ``fit_time``, ``score_time`` arrays. Prints as a table.
+    """
+
+    def __init__(self, values: dict[str, np.ndarray], fit_time: np.ndarray, score_time: np.ndarray):
+        self.values = values
+        self.fit_time = fit_time
+        self.score_time = score_time
+        self.mean = {k: float(np.mean(v)) for k, v in values.items()}
+        self.std = {k: float(np.std(v)) for k, v in values.items()}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+    def __str__(self) -> str:
+        names = list(self.values) + ["fit_time", "score_time"]
+        cols = {**self.values, "fit_time": self.fit_time, "score_time": self.score_time}
+        width = max(10, *(len(n) for n in names))
+        head = f"{'fold':>6} " + " ".join(f"{n:>{width}}" for n in names)
+        rows = [f"{i:>6} " + " ".join(f"{cols[n][i]:>{width}.4f}" for n in names) for i in range(len(self.fit_time))]
+        mean = f"{'mean':>6} " + " ".join(f"{np.mean(cols[n]):>{width}.4f}" for n in names)
+        std = f"{'std':>6} " + " ".join(f"{np.std(cols[n]):>{width}.4f}" for n in names)
+        rule = "-" * len(head)
+        return "\n".join([head, rule, *rows, rule, mean, std])
+
+    __repr__ = __str__
+
+
+def _take(data: Any, idx: np.ndarray) -> Any:
+    """Rows idx of an ndarray, tensor, DataFrame (by position) or list."""
+    if hasattr(data, "iloc"):
+        return data.iloc[idx]
+    if isinstance(data, (list, tuple)):
+        return [data[i] for i in idx]
+    return data[idx]
+
+
+def _fit_predict_of(model: Any, method: str):
+    """A function (X_train, y_train, X_test) -> predictions, from an estimator or as given."""
+    if not (hasattr(model, "fit") and (hasattr(model, "predict") or hasattr(model, "predict_proba"))):
+        if not callable(model):
+            raise TypeError("fit_predict must be an estimator (fit + predict) or a function "
+                            "fit_predict(X_train, y_train, X_test)")
+        return model
+    if method == "auto":
+        method = "predict_proba" if hasattr(model, "predict_proba") else "predict"
+    if not hasattr(model, method):
+        raise ValueError(f"the estimator has no {method!r} method")
+
+    def fit_predict(X_train, y_train, X_test):
+        fresh = (type(model)(**model.get_params(deep=False)) if hasattr(model, "get_params")
+                 else copy.deepcopy(model))  # an unfitted copy per fold, as scikit-learn's clone
+        fresh.fit(X_train, y_train)
+        return getattr(fresh, method)(X_test)
+    return fit_predict
+
+
+def cross_validate(fit_predict: Any, X: Any, y: Any, cv: Any = 5, metrics: dict | None = None,
+                   groups: Any = None, method: str = "auto") -> CVResult:
+    """Evaluate a model with cross validation.
+
+    ``fit_predict`` is a scikit-learn-style estimator (a fresh unfitted copy is
+    trained per fold; ``method`` picks ``predict_proba`` when it exists, else
+    ``predict``) or any function ``fit_predict(X_train, y_train, X_test)`` that
+    trains a fresh model and returns predictions or scores for the test rows
+    (a PyTorch training loop, say). ``cv`` is a number of folds (``KFold``,
+    unshuffled; pass ``StratifiedKFold(k)`` for scikit-learn's default for
+    classifiers) or any splitter with ``split(X, y, groups)``. ``metrics`` maps
+    names to ``metric(predictions, y_test)`` (turbometrics' own argument
+    order, so ``tm.topk_accuracy`` fits as is).
+    """
+    if not metrics:
+        raise ValueError("metrics must map at least one name to a callable metric(predictions, y_test)")
+    for name, m in metrics.items():
+        if not callable(m):
+            raise TypeError(f"metrics[{name!r}] must be callable, got {type(m).__name__}")
+    if method not in ("auto", "predict", "predict_proba", "decision_function"):
+        raise ValueError(f"method must be 'auto', 'predict', 'predict_proba' or 'decision_function'; got {method!r}")
+    splitter = KFold(cv) if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) else cv
+    if isinstance(cv, (str, bytes)) or not hasattr(splitter, "split"):
+        raise TypeError(f"cv must be an int or a splitter with split(X, y, groups), got {type(cv).__name__}")
+    if _n_samples(y) != _n_samples(X):
+        raise ValueError(f"X has {_n_samples(X)} samples but y has {_n_samples(y)}")
+    run = _fit_predict_of(fit_predict, method)
+    values: dict[str, list] = {k: [] for k in metrics}
+    fit_time, score_time = [], []
+    for train, test in splitter.split(X, y, groups):
+        t0 = time.perf_counter()
+        pred = run(_take(X, train), _take(y, train), _take(X, test))
+        t1 = time.perf_counter()
+        y_test = _take(y, test)
+        for name, metric in metrics.items():
+            values[name].append(float(metric(pred, y_test)))
+        fit_time.append(t1 - t0)
+        score_time.append(time.perf_counter() - t1)
+    return CVResult({k: np.array(v) for k, v in values.items()}, np.array(fit_time), np.array(score_time))
