@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as V
+from ._exact import exact_sum
 from ._ext import _dense
 
 REDUCTIONS = ("token", "sequence", "none")
@@ -44,20 +45,31 @@ def _nll(logits, targets, ignore_index, mask, num_threads):
     return nll.reshape(counted.shape), counted, a
 
 
-def _reduce(nll: np.ndarray, counted: np.ndarray, reduction: str):
-    """Perplexity from per-token NLL (float64) and the counted mask, both (T,) or (B, T)."""
+def _sequence_means(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean NLL of each sequence (row) over its counted tokens (NaN where none), and the counts."""
     nll2 = np.where(counted, nll, 0.0).reshape(-1, nll.shape[-1])
-    cnt2 = counted.reshape(nll2.shape)
-    if reduction == "token":
-        n = int(cnt2.sum())
-        return float(np.exp(nll2.sum() / n)) if n else float("nan")
-    per_seq_n = cnt2.sum(axis=1)
+    n = counted.reshape(nll2.shape).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = nll2.sum(axis=1) / per_seq_n  # NaN for a sequence with nothing counted
-    if reduction == "none":
-        return np.exp(mean)
-    live = per_seq_n > 0
-    return float(np.exp(mean[live].mean())) if live.any() else float("nan")
+        return nll2.sum(axis=1) / n, n
+
+
+def _sequence_ppl(means: np.ndarray, counts: np.ndarray) -> float:
+    """exp of the mean over the sequences that count any token (a NaN among them gives NaN)."""
+    live = counts > 0
+    return float(np.exp(exact_sum(means[live]) / int(live.sum()))) if live.any() else float("nan")
+
+
+def _reduce(nll: np.ndarray, counted: np.ndarray, reduction: str):
+    """Perplexity from per-token NLL (float64) and the counted mask, both (T,) or (B, T).
+
+    Totals are exactly rounded sums (``_exact``), so streaming accumulators that
+    see the same tokens in any chunks and merge order give the same bits.
+    """
+    if reduction == "token":
+        n = int(counted.sum())
+        return float(np.exp(exact_sum(nll[counted]) / n)) if n else float("nan")
+    means, counts = _sequence_means(nll, counted)
+    return np.exp(means) if reduction == "none" else _sequence_ppl(means, counts)
 
 
 def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,

@@ -55,6 +55,11 @@ def _options(char_order, word_order, beta):
     return nc, nw
 
 
+def _signature(nrefs, lowercase, eps_smoothing, nc, nw, whitespace) -> str:
+    return (f"nrefs:{nrefs}|case:{'lc' if lowercase else 'mixed'}|eff:{'no' if eps_smoothing else 'yes'}"
+            f"|nc:{nc}|nw:{nw}|space:{'yes' if whitespace else 'no'}|version:{SACREBLEU_VERSION}")
+
+
 def _stats(hypotheses, references, nc, nw, beta, whitespace, eps_smoothing, lowercase, num_threads):
     hyps = V.as_texts(hypotheses, "hypotheses")
     refs = V.as_reference_streams(references, len(hyps))
@@ -77,9 +82,7 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
                          num_threads)
     score = float(_text.chrf_scores(np.ascontiguousarray(stats.sum(axis=0)[None]), float(beta),
                                     bool(eps_smoothing))[0])
-    nrefs = nrefs_label(refs)
-    sig = (f"nrefs:{nrefs}|case:{'lc' if lowercase else 'mixed'}|eff:{'no' if eps_smoothing else 'yes'}"
-           f"|nc:{nc}|nw:{nw}|space:{'yes' if whitespace else 'no'}|version:{SACREBLEU_VERSION}")
+    sig = _signature(nrefs_label(refs), lowercase, eps_smoothing, nc, nw, whitespace)
     return CHRFScore(score, nc, nw, beta, sig)
 
 
