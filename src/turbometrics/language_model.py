@@ -95,12 +95,9 @@ def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
     x = V.rows3d(a.data, name)
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index,
                                 mask=mask)
-    flat = x.reshape(-1, x.shape[2]) if x.strides[0] == x.shape[1] * x.strides[1] else None
     safe = np.where(t64 < 0, 0, t64)
-    if flat is not None:
-        g = flat[np.arange(safe.size), safe]
-    else:
-        g = x[np.arange(safe.size) // x.shape[1], np.arange(safe.size) % x.shape[1], safe]
+    rows = np.arange(safe.size)
+    g = x[rows // x.shape[1], rows % x.shape[1], safe]  # any strides: one gather, no reshape copy
     return _to_float64(g, a.code).reshape(counted.shape), counted
 
 

@@ -2,8 +2,8 @@
 
 Each accumulator keeps its metric's sufficient statistics per item (BLEU and
 chrF: integer statistics per segment; ROUGE: scores per pair; top-k accuracy:
-the rank of each row; perplexity: an exact NLL sum and token count plus each
-sequence's mean NLL), so the state is small, picklable, and what bootstrap
+the rank of each row; perplexity: an exact NLL sum plus each sequence's mean
+NLL and token count), so the state is small, picklable, and what bootstrap
 resampling needs. ``compute()`` equals the one-shot function on all the data
 exactly, however it was chunked and in whatever order states were merged; the
 per-item results (ROUGE, ``reduction="none"``) come in update/merge order.
@@ -23,6 +23,7 @@ from .language_model import REDUCTIONS, _nll, _sequence_means, _sequence_ppl
 from .text import bleu as _bleu
 from .text import chrf as _chrf
 from .text.rouge import Scores
+from .text.rouge import _kind
 from .text.rouge import rouge as _rouge
 
 __all__ = ["BLEU", "CHRF", "ROUGE", "TopKAccuracy", "Perplexity"]
@@ -134,7 +135,10 @@ class ROUGE(_Accumulator):
 
     def __init__(self, rouge_types=("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False):
         self.rouge_types = tuple(V.as_texts(rouge_types, "rouge_types"))
-        _rouge(["x"], ["x"], self.rouge_types)  # validates the types
+        if not self.rouge_types:
+            raise ValueError("rouge_types is empty")
+        for t in self.rouge_types:
+            _kind(t)  # raises on an unknown type
         self.use_stemmer = bool(use_stemmer)
         self.reset()
 
@@ -192,12 +196,11 @@ class TopKAccuracy(_Accumulator):
 class Perplexity(_Accumulator):
     """Perplexity over chunks of logits; ``compute()`` equals ``tm.perplexity`` on all of them.
 
-    The state is an exact NLL sum (``_exact.ExactSum``) with the token count,
-    and each sequence's mean NLL and token count: the same bits in any
-    chunking and merge order.
+    The state is an exact NLL sum (``_exact.ExactSum``) and each sequence's
+    mean NLL and token count: the same bits in any chunking and merge order.
     """
 
-    _fields = ("_total", "_count", "_means", "_counts")
+    _fields = ("_total", "_means", "_counts")
 
     def __init__(self, ignore_index: int | None = None, reduction: str = "token"):
         V.check_choice(reduction, "reduction", REDUCTIONS)
@@ -205,14 +208,13 @@ class Perplexity(_Accumulator):
         self.reset()
 
     def reset(self) -> "Perplexity":
-        self._total, self._count, self._means, self._counts = [ExactSum()], [0], [], []
+        self._total, self._means, self._counts = ExactSum(), [], []
         return self
 
     def merge(self, other: "Perplexity") -> "Perplexity":
         self._check_compatible(other)
         out = copy.copy(self)
-        out._total = [self._total[0].merge(other._total[0])]
-        out._count = [self._count[0] + other._count[0]]
+        out._total = self._total.merge(other._total)
         out._means, out._counts = self._means + other._means, self._counts + other._counts
         return out
 
@@ -220,17 +222,16 @@ class Perplexity(_Accumulator):
 
     def update(self, logits, targets, mask=None, *, num_threads: int | None = None) -> "Perplexity":
         nll, counted, _ = _nll(logits, targets, self.ignore_index, mask, num_threads)
-        self._total[0].add(nll[counted])
-        self._count[0] += int(counted.sum())
+        self._total.add(nll[counted])
         means, counts = _sequence_means(nll, counted)
         self._means.append(means)
         self._counts.append(counts)
         return self
 
     def compute(self):
-        if self.reduction == "token":
-            n = self._count[0]
-            return float(np.exp(self._total[0].value() / n)) if n else float("nan")
         means = np.concatenate(self._means) if self._means else np.zeros(0)
         counts = np.concatenate(self._counts) if self._counts else np.zeros(0, np.int64)
+        if self.reduction == "token":  # the token count is the sum of the sequences' counts
+            n = int(counts.sum())
+            return float(np.exp(self._total.value() / n)) if n else float("nan")
         return np.exp(means) if self.reduction == "none" else _sequence_ppl(means, counts)
