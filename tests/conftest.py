@@ -24,6 +24,15 @@ def wmt17():
     return {"ref": read_lines(d / "newstest2017.ref.de"), "systems": systems}
 
 
+@pytest.fixture(scope="session")
+def summaries():
+    """(predictions, references) from the English summaries data."""
+    d = DATA / "summaries-en"
+    if not d.is_dir():
+        pytest.fail(f"test data not found at {d}; set TURBOMETRICS_DATA to the shared data folder")
+    return read_lines(d / "predictions.txt"), read_lines(d / "references.txt")
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261122)

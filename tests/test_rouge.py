@@ -7,7 +7,6 @@ from nltk.stem.porter import PorterStemmer
 from rouge_score import rouge_scorer
 
 import turbometrics as tm
-from conftest import DATA, read_lines
 from test_bleu import ADVERSARIAL
 from turbometrics import slow
 from turbometrics._ext import _text
@@ -21,14 +20,6 @@ def assert_same(ours, theirs, types):
         for field in ("precision", "recall", "fmeasure"):
             expect = np.array([float(getattr(s[t], field)) for s in theirs])
             np.testing.assert_array_equal(getattr(ours[t], field), expect, err_msg=f"{t} {field}")
-
-
-@pytest.fixture(scope="module")
-def summaries():
-    d = DATA / "summaries-en"
-    if not d.is_dir():
-        pytest.fail(f"test data not found at {d}; set TURBOMETRICS_DATA to the shared data folder")
-    return read_lines(d / "predictions.txt"), read_lines(d / "references.txt")
 
 
 @pytest.mark.parametrize("stem", [False, True])

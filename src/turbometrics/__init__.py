@@ -5,6 +5,7 @@ torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 """
 from . import metrics
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
+from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
@@ -20,5 +21,6 @@ __all__ = [
     "perplexity_from_nll",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge",
+    "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
 ]

@@ -20,6 +20,8 @@ from ._exact import ExactSum
 from ._ext import _text
 from .classification import _average, _ranks
 from .language_model import REDUCTIONS, _nll, _sequence_means, _sequence_ppl
+from .resampling import Plan
+from .slow import text as _sacrebleu_float32  # sacrebleu's scalar code path, run on float32 rows
 from .text import bleu as _bleu
 from .text import chrf as _chrf
 from .text.rouge import Scores
@@ -27,6 +29,16 @@ from .text.rouge import _kind
 from .text.rouge import rouge as _rouge
 
 __all__ = ["BLEU", "CHRF", "ROUGE", "TopKAccuracy", "Perplexity"]
+
+
+def _one(make):
+    return make(slice(0, 1), lambda a: float(a[0]))
+
+
+def _ratios(s: np.ndarray) -> np.ndarray:
+    """Columns 0..j-1 of summed rows divided by the last column (a weighted mean per column)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s[:, :-1] / s[:, -1:]
 
 
 class _Accumulator:
@@ -93,6 +105,21 @@ class BLEU(_Accumulator):
         sig = _bleu._signature(nrefs, self.lowercase, self.effective_order, self.tokenize, self.smooth_method, value)
         return _bleu._score(self.segment_statistics().sum(axis=0), code, value, order, self.effective_order, sig)
 
+    def _plan(self) -> Plan:
+        code, value, order = _bleu._options(self.tokenize, self.smooth_method, self.smooth_value,
+                                            self.max_ngram_order)
+
+        def score(s):
+            return _text.bleu_scores(np.ascontiguousarray(s), order, code, float(value or 0.0),
+                                     bool(self.effective_order))[:, None]
+
+        def sacrebleu_score(r):
+            return _sacrebleu_float32._score([int(r[0]), int(r[1])] + list(r[2:]), order, self.smooth_method,
+                                             self.smooth_value, self.effective_order).score
+
+        return Plan(self.segment_statistics(), score, np.array([self.compute().score]), (0,), _one,
+                    sacrebleu_score)
+
 
 class CHRF(_Accumulator):
     """Corpus chrF/chrF++ over chunks; ``compute()`` equals ``tm.corpus_chrf`` on all segments."""
@@ -127,6 +154,16 @@ class CHRF(_Accumulator):
                                self.whitespace)
         return _chrf.CHRFScore(score, self.char_order, self.word_order, self.beta, sig)
 
+    def _plan(self) -> Plan:
+        def score(s):
+            return _text.chrf_scores(np.ascontiguousarray(s), float(self.beta), self.eps_smoothing)[:, None]
+
+        def sacrebleu_score(r):
+            return _sacrebleu_float32._chrf_f(list(r), self.beta, self.eps_smoothing)
+
+        return Plan(self.segment_statistics(), score, np.array([self.compute().score]), (0,), _one,
+                    sacrebleu_score)
+
 
 class ROUGE(_Accumulator):
     """ROUGE per pair over chunks; ``compute()`` equals ``tm.rouge`` on all pairs (in update/merge order)."""
@@ -154,6 +191,17 @@ class ROUGE(_Accumulator):
             out[t] = Scores(*(np.concatenate([getattr(p, f) for p in parts]) if parts else np.zeros(0)
                               for f in Scores._fields))
         return out
+
+    def _plan(self) -> Plan:
+        """Rows: (P, R, F) of each type per pair; scores: their means."""
+        scores = self.compute()
+        rows = np.stack([a for t in self.rouge_types for a in scores[t]], axis=1)
+        types = self.rouge_types
+
+        def wrap(make):
+            return {t: make(slice(3 * i, 3 * i + 3), lambda a: Scores(*map(float, a))) for i, t in enumerate(types)}
+
+        return Plan(rows, lambda s: s / len(rows), rows.mean(axis=0), tuple(range(2, 3 * len(types), 3)), wrap)
 
 
 class TopKAccuracy(_Accumulator):
@@ -191,6 +239,20 @@ class TopKAccuracy(_Accumulator):
         if ks is None:
             return _average(r < self.k, counted, w)
         return np.array([_average(r < kk, counted, w) for kk in ks])
+
+    def _plan(self) -> Plan:
+        """Rows: (hit at each k, 1) per counted row, times its weight if weighted."""
+        r = np.concatenate(self._ranks) if self._ranks else np.zeros(0, np.int64)
+        ks = list(self.k) if isinstance(self.k, (tuple, list)) else [self.k]
+        counted = r >= 0
+        rows = np.stack([r[counted] < kk for kk in ks] + [np.ones(int(counted.sum()), bool)], axis=1)
+        if any(w is not None for w in self._weights):
+            rows = rows * np.concatenate(self._weights)[counted][:, None]
+        rows = np.ascontiguousarray(rows, dtype=np.float64 if rows.dtype.kind == "f" else np.int64)
+        point = np.atleast_1d(self.compute()).astype(np.float64)
+        wrap = _one if len(ks) == 1 and not isinstance(self.k, (tuple, list)) else (
+            lambda make: [make(slice(i, i + 1), lambda a: float(a[0])) for i in range(len(ks))])
+        return Plan(rows, _ratios, point, tuple(range(len(ks))), wrap)
 
 
 class Perplexity(_Accumulator):
@@ -235,3 +297,14 @@ class Perplexity(_Accumulator):
             n = int(counts.sum())
             return float(np.exp(self._total.value() / n)) if n else float("nan")
         return np.exp(means) if self.reduction == "none" else _sequence_ppl(means, counts)
+
+    def _plan(self) -> Plan:
+        """Rows per sequence: (NLL sum, tokens) for "token", (mean NLL, 1) for "sequence"."""
+        if self.reduction == "none":
+            raise ValueError("reduction='none' has no single score to resample; use 'token' or 'sequence'")
+        means = np.concatenate(self._means) if self._means else np.zeros(0)
+        counts = np.concatenate(self._counts) if self._counts else np.zeros(0, np.int64)
+        live = counts > 0
+        m, c = means[live], counts[live].astype(np.float64)
+        rows = np.stack([m * c, c] if self.reduction == "token" else [m, np.ones_like(m)], axis=1)
+        return Plan(rows, lambda s: np.exp(_ratios(s)), np.array([self.compute()]), (0,), _one)

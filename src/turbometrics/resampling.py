@@ -1,0 +1,348 @@
+"""Bootstrap confidence intervals and paired significance tests over accumulators.
+
+Every accumulator in ``tm.metrics`` can describe itself as a *plan*: a matrix
+with one row of sufficient statistics per item (segment, pair, row, sequence)
+and a vectorised function from summed rows to scores. Resampling is then
+"draw indices, sum the chosen rows, score the sums", which is all we do.
+
+Modes
+-----
+``"default"``
+    Resample ``r`` draws its indices from its own stream,
+    ``default_rng(SeedSequence(seed).spawn(n_resamples)[r])``: reproducible for
+    a seed, independent of chunking and thread count, and never holding more
+    than a chunk of indices. Statistics are summed exactly (int64 for BLEU and
+    chrF), so every resampled score is the metric's exact score of that
+    resampled corpus. The interval is the percentile interval by order
+    statistics (sacrebleu's rule, generalised to any ``confidence``).
+``"sacrebleu"`` (BLEU, chrF)
+    sacrebleu 2.6.0's ``--confidence`` / ``--paired-bs`` / ``--paired-ar``
+    numbers: one ``default_rng(seed).choice(n, (N, n))`` call, statistics cast
+    to float32 and scored with float32 arithmetic (as NumPy >= 2 does there),
+    ``lo = s[N//40]``, ``hi = s[N - N//40 - 1]``, ``ci = (hi - lo) / 2``.
+    Memory is sacrebleu's too: N x n indices at once.
+``"rouge_score"`` (ROUGE)
+    rouge-score 0.1.2's ``BootstrapAggregator``: the legacy global RNG (or the
+    ``RandomState`` / int seed you pass), one ``choice`` per resample and type
+    in type order, ``np.percentile`` bounds and the *median* as ``mid``.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from . import _validate as V
+
+__all__ = ["bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult"]
+
+MODES = ("default", "sacrebleu", "rouge_score")
+_CHUNK_DRAWS = 1 << 23  # indices held at once in the default mode (64 MiB of int64)
+
+
+class Plan(NamedTuple):
+    """What an accumulator gives resampling (built by each ``tm.metrics`` class)."""
+
+    rows: np.ndarray                              # (n, k) int64 or float64, one row per item
+    score: Callable[[np.ndarray], np.ndarray]     # (m, k) summed rows -> (m, j) float64 scores
+    point: np.ndarray                             # (j,) exact scores on all items
+    primary: tuple[int, ...]                      # the score columns a paired test may compare
+    wrap: Callable[[Callable[[Any], "ConfidenceInterval"]], Any]  # columns -> the user's result shape
+    sacrebleu_score: Callable[[np.ndarray], Any] | None = None    # float32 row -> sacrebleu's score
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A bootstrap estimate: ``score`` on all data, ``mean`` of the resamples (the median in
+    ``rouge_score`` mode), ``low``/``high`` bounds and ``ci = (high - low) / 2`` (sacrebleu's ``±``).
+
+    Values are floats; for ROUGE each is a ``Scores(precision, recall, fmeasure)`` of floats.
+    """
+
+    score: Any
+    mean: Any
+    ci: Any
+    low: Any
+    high: Any
+    n_resamples: int
+    confidence: float
+    seed: Any
+    mode: str
+
+    def __str__(self) -> str:
+        if isinstance(self.score, tuple):
+            return " ".join(f"{k}={s:.4f} [{lo:.4f}, {hi:.4f}]" for k, s, lo, hi in
+                            zip(self.score._fields, self.score, self.low, self.high))
+        return f"{self.score:.2f} (μ = {self.mean:.2f} ± {self.ci:.2f})"
+
+
+@dataclass(frozen=True)
+class PairedTestResult:
+    """Paired test of ``system`` against ``baseline``.
+
+    ``p_value = (c + 1) / (n + 1)``, c counting resampled statistics beyond the
+    observed |difference|. ``mean``/``ci`` (and ``baseline_mean``/``baseline_ci``)
+    are bootstrap estimates from the paired bootstrap; None for randomization.
+    """
+
+    baseline: float
+    system: float
+    p_value: float
+    method: str
+    n_resamples: int
+    seed: Any
+    mode: str
+    mean: float | None = None
+    ci: float | None = None
+    baseline_mean: float | None = None
+    baseline_ci: float | None = None
+
+    def __str__(self) -> str:
+        s = f"{self.system:.2f} vs baseline {self.baseline:.2f}, p = {self.p_value:.4f} ({self.method})"
+        return s if self.mean is None else s + f"; μ = {self.mean:.2f} ± {self.ci:.2f}"
+
+
+def _plan_of(acc: Any) -> Plan:
+    if not hasattr(acc, "_plan"):
+        raise TypeError(f"expected an accumulator from tm.metrics, got {type(acc).__name__}")
+    plan = acc._plan()
+    if plan.rows.shape[0] == 0:
+        raise ValueError(f"{type(acc).__name__} holds no items to resample; call update() first")
+    return plan
+
+
+def _check_resampling(n_resamples: Any, confidence: Any, mode: Any) -> tuple[int, float]:
+    n = V.check_int(n_resamples, "n_resamples")
+    if n < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    V.check_choice(mode, "mode", MODES)
+    return n, float(confidence)
+
+
+def _draws(kind: str, n: int, count: int, seed: Any, num_threads: int) -> Iterator[np.ndarray]:
+    """Default mode: chunks of per-resample draws, resample r from its own spawned stream.
+
+    ``kind="index"``: int64 indices in [0, n); ``kind="swap"``: booleans (randomization).
+    """
+    streams = np.random.SeedSequence(seed).spawn(count)
+    chunk = max(1, min(count, _CHUNK_DRAWS // max(n, 1)))
+
+    def draw(s):
+        g = np.random.default_rng(s)
+        if kind == "index":  # 32-bit draws are 3x faster than 64-bit ones
+            return g.integers(0, n, n, dtype=np.uint32 if n <= 1 << 32 else np.int64)
+        return g.integers(2, size=n, dtype=bool)
+
+    with ThreadPoolExecutor(num_threads) as pool:  # numpy's generators release the GIL
+        for start in range(0, count, chunk):
+            yield np.stack(list(pool.map(draw, streams[start:start + chunk])))
+
+
+def _sums(rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    from ._kernels.resample import resample_sums
+
+    out = np.empty((idx.shape[0], rows.shape[1]), rows.dtype)
+    resample_sums(rows, np.ascontiguousarray(idx), out)
+    return out
+
+
+def _order_interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Order-statistic bounds per column: s[lo] and s[N - lo - 1], lo = floor(N (1 - confidence) / 2)."""
+    s = np.sort(samples, axis=0)
+    n = s.shape[0]
+    lo = min(int(math.floor(n * (1 - confidence) / 2 + 1e-9)), (n - 1) // 2)
+    return s[lo], s[n - lo - 1]
+
+
+def _fsum_mean(samples: np.ndarray) -> np.ndarray:
+    return np.array([math.fsum(c) / len(c) for c in samples.T])
+
+
+def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int) -> np.ndarray:
+    return np.concatenate([plan.score(_sums(plan.rows, idx))
+                           for idx in _draws("index", len(plan.rows), n_resamples, seed, num_threads)])
+
+
+def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: Any = 12345,
+                 mode: str = "default", *, num_threads: int | None = None) -> Any:
+    """Bootstrap confidence interval of an accumulator's score, from its per-item statistics.
+
+    ``accumulator`` is any ``tm.metrics`` accumulator after ``update``: items
+    (segments, pairs, rows, sequences) are resampled with replacement
+    ``n_resamples`` times and the metric is recomputed on each resample.
+    ``seed``: an int for reproducible results, None for fresh entropy (in
+    ``rouge_score`` mode None means numpy's global RNG, as rouge-score uses).
+    ``mode``: "default", "sacrebleu" (BLEU/chrF; confidence must be 0.95) or
+    "rouge_score" (ROUGE); see the module docstring.
+
+    Returns a ``ConfidenceInterval`` (for ROUGE, a dict of them by type with
+    ``Scores`` fields; for ``TopKAccuracy`` with several k, a list by k).
+    1,000 resamples of 1,000,000 segments take a few seconds in the default mode.
+    """
+    n_resamples, confidence = _check_resampling(n_resamples, confidence, mode)
+    threads = V.check_threads(num_threads)
+    plan = _plan_of(accumulator)
+    name = type(accumulator).__name__
+    if mode == "sacrebleu":
+        if plan.sacrebleu_score is None:
+            raise ValueError(f"mode='sacrebleu' is for BLEU and CHRF accumulators, not {name}")
+        if confidence != 0.95:
+            raise ValueError("mode='sacrebleu' has sacrebleu's fixed 95% interval; leave confidence=0.95")
+        return _sacrebleu_ci(plan, n_resamples, seed)
+    if mode == "rouge_score":
+        if name != "ROUGE":
+            raise ValueError(f"mode='rouge_score' is for the ROUGE accumulator, not {name}")
+        return _rouge_score_ci(plan, n_resamples, confidence, seed)
+    samples = _resampled_scores(plan, n_resamples, seed, threads)
+    low, high = _order_interval(samples, confidence)
+    mean = _fsum_mean(samples)
+    return plan.wrap(lambda cols, cast: ConfidenceInterval(
+        cast(plan.point[cols]), cast(mean[cols]), cast(0.5 * (high[cols] - low[cols])), cast(low[cols]),
+        cast(high[cols]), n_resamples, confidence, seed, mode))
+
+
+def _sacrebleu_indices(n: int, n_resamples: int, seed: Any) -> np.ndarray:
+    return np.random.default_rng(seed).choice(n, size=(n_resamples, n), replace=True)
+
+
+def _sacrebleu_scores(plan: Plan, idxs: np.ndarray) -> list:
+    stats32 = np.array(plan.rows, dtype="float32")
+    return [plan.sacrebleu_score(stats32[i].sum(0)) for i in idxs]
+
+
+def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any) -> ConfidenceInterval:
+    # sacrebleu's Score.estimate_ci: sorted Python values, statistics.mean.
+    raw = sorted(_sacrebleu_scores(plan, _sacrebleu_indices(len(plan.rows), n_resamples, seed)))
+    lo = n_resamples // 40
+    low, high = raw[lo], raw[n_resamples - lo - 1]
+    return ConfidenceInterval(float(plan.point[0]), float(statistics.mean(raw)), float(0.5 * (high - low)),
+                              float(low), float(high), n_resamples, 0.95, seed, "sacrebleu")
+
+
+def _rouge_score_ci(plan: Plan, n_resamples: int, confidence: float, seed: Any) -> Any:
+    if seed is None:
+        rs = np.random.mtrand._rand
+    elif isinstance(seed, np.random.RandomState):
+        rs = seed
+    else:
+        rs = np.random.RandomState(V.check_int(seed, "seed"))
+    n = len(plan.rows)
+    delta = (1 - confidence) / 2
+    q = 100 * np.array([delta, 0.5, 1 - delta])
+    bounds = []
+    for t in range(plan.rows.shape[1] // 3):  # types in order, each drawing from the same RNG
+        matrix = np.ascontiguousarray(plan.rows[:, 3 * t:3 * t + 3])
+        means = np.zeros((n_resamples, 3))
+        for i in range(n_resamples):
+            means[i, :] = np.mean(matrix[rs.choice(np.arange(n), size=n), :], axis=0)
+        bounds.append(np.percentile(means, q, axis=0))
+    low, mid, high = (np.concatenate([b[j] for b in bounds]) for j in range(3))
+    return plan.wrap(lambda cols, cast: ConfidenceInterval(
+        cast(plan.point[cols]), cast(mid[cols]), cast(0.5 * (high[cols] - low[cols])), cast(low[cols]),
+        cast(high[cols]), n_resamples, confidence, seed, "rouge_score"))
+
+
+def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resamples: int | None = None,
+                seed: Any = 12345, mode: str = "default", *, num_threads: int | None = None) -> PairedTestResult:
+    """Is ``system`` significantly different from ``baseline`` on the same items?
+
+    Both are accumulators of the same metric and options, updated with the
+    same items in the same order (same references, same targets).
+    ``method="bootstrap"`` (sacrebleu ``--paired-bs``, Koehn 2004; default
+    1000 resamples): both systems are scored on the same resamples and the
+    centred |difference| is compared with the observed one.
+    ``method="randomization"`` (sacrebleu ``--paired-ar``; default 10000
+    trials): each item's statistics are swapped between systems by a coin flip.
+    ``mode="sacrebleu"`` reproduces sacrebleu's numbers (BLEU, chrF), where a
+    seed of 0 means unseeded, as there.
+    """
+    V.check_choice(method, "method", ("bootstrap", "randomization"))
+    if n_resamples is None:
+        n_resamples = 1000 if method == "bootstrap" else 10000
+    n_resamples, _ = _check_resampling(n_resamples, 0.95, mode)
+    threads = V.check_threads(num_threads)
+    if mode == "rouge_score":
+        raise ValueError("mode='rouge_score' has no paired test (rouge-score has none); use 'default'")
+    base, sys_ = _plan_of(baseline), _plan_of(system)
+    baseline._check_compatible(system)
+    if base.rows.shape != sys_.rows.shape:
+        raise ValueError(f"baseline and system hold different numbers of items "
+                         f"({len(base.rows)} vs {len(sys_.rows)}); a paired test needs the same items")
+    if len(base.primary) != 1:
+        raise ValueError(f"paired_test compares one score; this {type(system).__name__} gives "
+                         f"{len(base.primary)} (use a single k or a single rouge type)")
+    col = base.primary[0]
+    b_score, s_score = float(base.point[col]), float(sys_.point[col])
+    diff = abs(b_score - s_score)
+    if mode == "sacrebleu" and base.sacrebleu_score is None:
+        raise ValueError(f"mode='sacrebleu' is for BLEU and CHRF accumulators, not {type(system).__name__}")
+    if method == "randomization":
+        a, b = _randomization_scores(base, sys_, col, n_resamples, seed, mode, threads)
+        p = _p_value(np.abs(a - b), diff)
+        return PairedTestResult(b_score, s_score, p, method, n_resamples, seed, mode)
+    if mode == "sacrebleu":
+        # sacrebleu seeds the paired test with `seed or None`, the baseline's interval with seed.
+        idxs = _sacrebleu_indices(len(base.rows), n_resamples, seed or None)
+        scores_b = np.array(_sacrebleu_scores(base, idxs))
+        scores_s = np.array(_sacrebleu_scores(sys_, idxs))
+        own = scores_b if seed else np.array(_sacrebleu_scores(base, _sacrebleu_indices(len(base.rows),
+                                                                                        n_resamples, seed)))
+        b_mean, b_ci = _numpy_ci(own)
+        s_mean, s_ci = _numpy_ci(scores_s)
+        diffs = np.abs(scores_s - scores_b)
+        p = _p_value(diffs - diffs.mean(), diff)
+    else:
+        scores_b, scores_s = [], []
+        for idx in _draws("index", len(base.rows), n_resamples, seed, threads):
+            scores_b.append(base.score(_sums(base.rows, idx))[:, col])
+            scores_s.append(sys_.score(_sums(sys_.rows, idx))[:, col])
+        scores_b, scores_s = np.concatenate(scores_b), np.concatenate(scores_s)
+        (b_mean, b_ci), (s_mean, s_ci) = _default_ci(scores_b), _default_ci(scores_s)
+        diffs = np.abs(scores_s - scores_b)
+        p = _p_value(diffs - math.fsum(diffs) / len(diffs), diff)
+    return PairedTestResult(b_score, s_score, p, method, n_resamples, seed, mode,
+                            float(s_mean), float(s_ci), float(b_mean), float(b_ci))
+
+
+def _randomization_scores(base: Plan, sys_: Plan, col: int, n_trials: int, seed: Any, mode: str,
+                          threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of the two pseudo-systems of each trial (items swapped where the coin says so)."""
+    if mode == "sacrebleu":
+        rng = np.random.default_rng(seed or None)
+        chunks: Any = [rng.integers(2, size=(n_trials, len(base.rows)), dtype=bool)]
+    else:
+        chunks = _draws("swap", len(base.rows), n_trials, seed, threads)
+    exact = base.rows.dtype.kind == "i"
+    total_b, total_s = base.rows.sum(axis=0), sys_.rows.sum(axis=0)
+    delta = (base.rows - sys_.rows).astype(np.float64)  # integer sums stay exact in float64 below 2**53
+    a, b = [], []
+    for sel in chunks:
+        shuf_a = total_s + sel.astype(np.float64) @ delta  # pos_sel @ bl + neg_sel @ sys
+        if exact:
+            shuf_a = np.rint(shuf_a).astype(np.int64)
+        shuf_b = total_b + total_s - shuf_a
+        a.append(base.score(np.ascontiguousarray(shuf_a))[:, col])
+        b.append(base.score(np.ascontiguousarray(shuf_b))[:, col])
+    return np.concatenate(a), np.concatenate(b)
+
+
+def _p_value(sample_stats: np.ndarray, observed: float) -> float:
+    return (int(np.sum(sample_stats > observed)) + 1) / (len(sample_stats) + 1)
+
+
+def _numpy_ci(scores: np.ndarray) -> tuple[float, float]:
+    """sacrebleu.significance.estimate_ci: numpy mean, 1/40 order statistics."""
+    s = np.sort(scores)
+    lo = len(s) // 40
+    return s.mean(), 0.5 * (s[len(s) - lo - 1] - s[lo])
+
+
+def _default_ci(scores: np.ndarray) -> tuple[float, float]:
+    low, high = _order_interval(scores[:, None], 0.95)
+    return math.fsum(scores) / len(scores), 0.5 * float(high[0] - low[0])
