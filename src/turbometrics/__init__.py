@@ -3,7 +3,7 @@
 Same numbers as the reference implementations (scikit-learn, PyTorch,
 torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 """
-from . import metrics
+from . import dask, metrics  # tm.dask imports Dask only when called
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
@@ -15,7 +15,7 @@ from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, prepare_refer
 __version__ = "0.1.0"
 
 __all__ = [
-    "metrics",
+    "metrics", "dask",
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll",
