@@ -1,6 +1,14 @@
 """The command line, run as a user would: in a subprocess."""
+import json
 import subprocess
 import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import turbometrics as tm
+from conftest import DATA, read_lines
 
 
 def run(*args):
@@ -21,3 +29,104 @@ def test_bench_rejects_bad_flags():
     out = run("bench", "--quick", "--full")
     assert out.returncode == 2 and "choose one of --quick and --full" in out.stderr
     assert run("frobnicate").returncode == 2
+
+
+# ---------------------------------------------------------------- metric commands
+
+WMT = DATA / "wmt17-en-de"
+REF = str(WMT / "newstest2017.ref.de")
+KIT, FBK = str(WMT / "KIT.4950.hyp.de"), str(WMT / "FBK.4870.hyp.de")
+
+
+def sacrebleu(*args):
+    out = subprocess.run([sys.executable, "-m", "sacrebleu.sacrebleu", *args], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("flags", [[], ["-w", "3"], ["--confidence"], ["-lc", "-tok", "intl", "-w", "2"],
+                                   ["-s", "floor", "--confidence", "--seed", "7"]])
+def test_bleu_prints_what_sacrebleu_prints(flags, monkeypatch):
+    # our --seed is sacrebleu's SACREBLEU_SEED
+    theirs = [f for i, f in enumerate(flags) if f != "--seed" and (i == 0 or flags[i - 1] != "--seed")]
+    monkeypatch.delenv("SACREBLEU_SEED", raising=False)
+    if "--seed" in flags:
+        monkeypatch.setenv("SACREBLEU_SEED", flags[flags.index("--seed") + 1])
+    ours = run("bleu", REF, "-i", KIT, *flags)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == sacrebleu(REF, "-i", KIT, "-f", "text", *theirs)
+    assert run("bleu", REF, "-i", KIT, "--json", *flags).stdout == sacrebleu(REF, "-i", KIT, *theirs)
+
+
+def test_chrf_from_stdin_and_json():
+    with open(KIT, "rb") as fh:
+        ours = subprocess.run([sys.executable, "-m", "turbometrics.cli", "chrf", REF, "--word-order", "2",
+                               "--confidence", "--json"], stdin=fh, capture_output=True, text=True, timeout=600)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == sacrebleu(REF, "-i", KIT, "-m", "chrf", "--chrf-word-order", "2", "--confidence")
+
+
+def test_paired_tests_report_sacrebleus_p_values():
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    named = [(p, read_lines(Path(p))) for p in (FBK, KIT)]
+    _, scores = PairedTest(named, {"BLEU": BLEU()}, [read_lines(WMT / "newstest2017.ref.de")], test_type="bs")()
+    out = run("bleu", REF, "-i", FBK, KIT, "--paired-bs", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["signature"].startswith("nrefs:1|bs:1000|seed:12345|")
+    assert got["systems"][1]["p_value"] == scores["BLEU"][1].p_value
+    text = run("bleu", REF, "-i", FBK, KIT, "--paired-ar", "--paired-ar-n", "500").stdout
+    assert "Baseline:" in text and "ar:500|seed:12345" in text
+
+
+def test_rouge_and_array_commands(tmp_path, summaries):
+    preds, refs = summaries
+    (tmp_path / "p.txt").write_text("\n".join(preds) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    out = run("rouge", str(tmp_path / "r.txt"), "-i", str(tmp_path / "p.txt"), "--stem", "--json")
+    assert out.returncode == 0, out.stderr
+    expect = tm.rouge([p.rstrip() for p in preds], [r.rstrip() for r in refs], use_stemmer=True)
+    assert json.loads(out.stdout)["rougeL"]["fmeasure"] == float(expect["rougeL"].fmeasure.mean())
+    ci = json.loads(run("rouge", str(tmp_path / "r.txt"), "-i", str(tmp_path / "p.txt"), "--confidence",
+                        "--json").stdout)
+    assert ci["rouge1"]["low"]["fmeasure"] < ci["rouge1"]["mid"]["fmeasure"] < ci["rouge1"]["high"]["fmeasure"]
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(5, 7, 40)).astype(np.float32)
+    targets = rng.integers(0, 40, (5, 7))
+    np.save(tmp_path / "logits.npy", logits)
+    np.save(tmp_path / "targets.npy", targets)
+    np.savez(tmp_path / "lm.npz", logits=logits, targets=targets)
+    for args in ([str(tmp_path / "logits.npy"), str(tmp_path / "targets.npy")], [str(tmp_path / "lm.npz")]):
+        out = run("perplexity", *args, "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["value"] == tm.perplexity(logits, targets)
+    np.savez(tmp_path / "cls.npz", scores=logits.reshape(-1, 40), targets=targets.reshape(-1))
+    out = run("topk-accuracy", str(tmp_path / "cls.npz"), "-k", "1", "5", "--json")
+    assert json.loads(out.stdout)["value"] == list(tm.topk_accuracy(logits.reshape(-1, 40), targets.reshape(-1),
+                                                                    k=(1, 5)))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["bleu", "missing.txt", "-i", KIT], "no such file: missing.txt"),
+    (["bleu", REF, "-i", KIT, "-tok", "moses"], "tokenize"),
+    (["bleu", REF, "-i", KIT, "--paired-bs"], "baseline and at least one system"),
+    (["chrf", REF, "-i", __file__], "lines but the reference"),
+    (["perplexity", __file__], ".npz"),
+    (["topk-accuracy", "nope.npz"], "no such file"),
+])
+def test_bad_input_exits_2_with_one_line(args, message):
+    out = run(*args)
+    assert out.returncode == 2
+    assert message in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert out.stdout == ""
+
+
+def test_bad_arrays_exit_2(tmp_path):
+    np.save(tmp_path / "s.npy", np.zeros((4, 3)))
+    np.save(tmp_path / "t.npy", np.array([0, 1, 2, 7]))
+    out = run("topk-accuracy", str(tmp_path / "s.npy"), str(tmp_path / "t.npy"), "-k", "1")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "targets" in out.stderr

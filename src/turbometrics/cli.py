@@ -1,22 +1,307 @@
-"""The ``turbometrics`` command line."""
+"""The ``turbometrics`` command line: ``bleu``, ``chrf``, ``rouge``, ``perplexity``, ``topk-accuracy``, ``bench``.
+
+The text commands read files as the ``sacrebleu`` command does (UTF-8, lines
+split on "\\n" only, trailing whitespace stripped, ``.gz`` allowed; the
+hypotheses from standard input when ``-i`` is not given) and print sacrebleu's
+score line or JSON. Confidence intervals and paired tests run in sacrebleu
+mode, so their numbers are sacrebleu's too. Bad input exits with status 2 and
+one line on stderr.
+"""
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
+import json
 import sys
+from typing import Any, Callable, Sequence
+
+_CHUNK = 50_000  # segments (or array rows) per accumulator update; the progress bar's step
 
 
-def main(argv: list[str] | None = None) -> int:
+class InputError(Exception):
+    """Bad input found by the CLI itself (files, shapes); reported like ValueError."""
+
+
+def _read_lines(path: str, encoding: str) -> list[str]:
+    try:
+        if path == "-":
+            fh: Any = io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, newline="\n")
+        elif path.endswith(".gz"):
+            fh = gzip.open(path, "rt", encoding=encoding, newline="\n")
+        else:
+            fh = open(path, encoding=encoding, newline="\n")
+        with fh:
+            return [line.rstrip() for line in fh]
+    except FileNotFoundError:
+        raise InputError(f"no such file: {path}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path} is not valid {encoding}: {e.reason} at byte {e.start}") from None
+
+
+def _progress(total: int, unit: str):
+    """A tqdm bar on stderr for long inputs, only when stderr is a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False,
+                disable=total <= _CHUNK or not sys.stderr.isatty())
+
+
+def _fill(acc, n: int, unit: str, update: Callable[[Any, slice], Any]):
+    with _progress(n, unit) as bar:
+        for start in range(0, max(n, 1), _CHUNK):
+            part = slice(start, min(n, start + _CHUNK))
+            update(acc, part)
+            bar.update(part.stop - part.start)
+    return acc
+
+
+# ---------------------------------------------------------------- text metrics
+
+def _text_inputs(args) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
+    refs = [_read_lines(r, args.encoding) for r in args.refs]
+    systems = [(p, _read_lines(p, args.encoding)) for p in (args.input or ["-"])]
+    for path, hyps in systems:
+        for r, lines in zip(args.refs, refs):
+            if len(lines) != len(hyps):
+                raise InputError(f"{path} has {len(hyps)} lines but the reference {r} has {len(lines)}")
+    return systems, refs
+
+
+def _with_test(signature: str, fields: str) -> str:
+    """sacrebleu puts bs:/ar:/seed: right after nrefs:."""
+    head, _, rest = signature.partition("|")
+    return f"{head}|{fields}|{rest}"
+
+
+def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict]:
+    """sacrebleu's ``Score.format`` as text and as a JSON dict."""
+    sc = f"{score.score:.{width}f}"
+    d: dict[str, Any] = {"name": score.name, "score": float(sc), "signature": signature}
+    if ci is not None:
+        mean, var = f"{ci.mean:.{width}f}", f"{ci.ci:.{width}f}"
+        conf = f"μ = {mean} ± {var}"
+        sc += f" ({conf})"
+        d.update(confidence_mean=float(mean), confidence_var=float(var), confidence=conf)
+    text = f"{score.name}|{signature} = {sc}"
+    verbose = getattr(score, "verbose", "")
+    if verbose:
+        text += f" {verbose}"
+        d["verbose_score"] = verbose
+    for field in signature.split("|"):
+        key, value = field.split(":")
+        d[key] = value
+    return text, d
+
+
+def _run_text(args, make: Callable[[], Any]) -> str:
+    from .resampling import bootstrap_ci, paired_test
+
+    systems, refs = _text_inputs(args)
+    accs = [_fill(make(), len(hyps), "seg",
+                  lambda a, part, h=hyps: a.update(h[part], [r[part] for r in refs]))
+            for _, hyps in systems]
+    seed_str = str(args.seed).lower()
+    paired = args.paired_bs or args.paired_ar
+    if paired:
+        if len(systems) < 2:
+            raise InputError("a paired test needs the baseline and at least one system: -i BASELINE SYSTEM ...")
+        method, n = ("bootstrap", args.paired_bs_n) if args.paired_bs else ("randomization", args.paired_ar_n)
+        results = [paired_test(accs[0], a, method=method, n_resamples=n, seed=args.seed, mode="sacrebleu")
+                   for a in accs[1:]]
+        score0 = accs[0].compute()
+        sig = _with_test(score0.signature, f"{'bs' if args.paired_bs else 'ar'}:{n}|seed:{seed_str}")
+        return _paired_report(args, [p for p, _ in systems], score0.name, sig, results)
+    out_text, out_json = [], []
+    for (path, _), acc in zip(systems, accs):
+        score, ci, sig = acc.compute(), None, None
+        sig = score.signature
+        if args.confidence:
+            ci = bootstrap_ci(acc, n_resamples=args.confidence_n, seed=args.seed, mode="sacrebleu")
+            sig = _with_test(sig, f"bs:{args.confidence_n}|seed:{seed_str}")
+        text, d = _score_record(score, args.width, sig, ci)
+        if len(systems) > 1:
+            text, d = f"{path}: {text}", {"system": path, **d}
+        out_text.append(text)
+        out_json.append(d)
+    if args.json:
+        return json.dumps(out_json[0] if len(out_json) == 1 else out_json, indent=1, ensure_ascii=False)
+    return "\n".join(out_text)
+
+
+def _paired_report(args, paths: list[str], name: str, signature: str, results: list) -> str:
+    w = args.width
+    rows = [(f"Baseline: {paths[0]}", results[0].baseline, results[0].baseline_mean, results[0].baseline_ci, None)]
+    rows += [(p, r.system, r.mean, r.ci, r.p_value) for p, r in zip(paths[1:], results)]
+    if args.json:
+        return json.dumps({"name": name, "signature": signature, "systems": [
+            {"system": p, "score": round(s, w), "mean": None if m is None else round(m, w),
+             "ci": None if c is None else round(c, w), "p_value": pv} for p, s, m, c, pv in rows]},
+            indent=1, ensure_ascii=False)
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'System':<{width}}  {name:>20}  p-value"]
+    for p, s, m, c, pv in rows:
+        sc = f"{s:.{w}f}" + ("" if m is None else f" ({m:.{w}f} ± {c:.{w}f})")
+        lines.append(f"{p:<{width}}  {sc:>20}  " + ("" if pv is None else f"{pv:.4f}" + ("*" if pv < 0.05 else "")))
+    lines.append(f"\n{name}|{signature}")
+    lines.append("* p < 0.05: the difference from the baseline is unlikely to be chance "
+                 "(significance says 'different', not 'better').")
+    return "\n".join(lines)
+
+
+def _run_rouge(args) -> str:
+    from . import metrics
+    from .resampling import bootstrap_ci
+
+    systems, refs = _text_inputs(args)
+    if len(systems) != 1:
+        raise InputError("rouge scores one prediction file at a time")
+    preds = systems[0][1]
+    acc = _fill(metrics.ROUGE(args.types, use_stemmer=args.stem), len(preds), "pair",
+                lambda a, part: a.update(preds[part], [list(r) for r in zip(*(f[part] for f in refs))]))
+    out: dict[str, Any] = {}
+    if args.confidence:
+        cis = bootstrap_ci(acc, n_resamples=args.confidence_n, seed=args.seed, mode="rouge_score")
+        for t, ci in cis.items():
+            out[t] = {b: dict(zip(("precision", "recall", "fmeasure"), v))
+                      for b, v in (("low", ci.low), ("mid", ci.mean), ("high", ci.high))}
+    else:
+        for t, s in acc.compute().items():
+            out[t] = {f: float(getattr(s, f).mean()) for f in ("precision", "recall", "fmeasure")}
+    if args.json:
+        return json.dumps(out, indent=1)
+    w = args.width
+    lines = []
+    for t, v in out.items():
+        if args.confidence:
+            lo, mid, hi = v["low"], v["mid"], v["high"]
+            lines.append(f"{t:<10} " + "  ".join(f"{f[0].upper()} {mid[f]:.{w}f} [{lo[f]:.{w}f}, {hi[f]:.{w}f}]"
+                                                for f in ("precision", "recall", "fmeasure")))
+        else:
+            lines.append(f"{t:<10} " + "  ".join(f"{f[0].upper()} {v[f]:.{w}f}" for f in v))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- array metrics
+
+def _load_arrays(args, names: Sequence[str]) -> list:
+    """``.npy`` files (memory-mapped) in order, or one ``.npz`` holding the named arrays."""
+    import numpy as np
+
+    try:
+        if len(args.arrays) == 1 and args.arrays[0].endswith(".npz"):
+            z = np.load(args.arrays[0])
+            missing = [n for n in names[:2] if n not in z.files]
+            if missing:
+                raise InputError(f"{args.arrays[0]} has no array {missing[0]!r} (it has {', '.join(z.files)})")
+            return [z[n] for n in names if n in z.files]
+        if len(args.arrays) < 2:
+            raise InputError(f"give {names[0]}.npy and {names[1]}.npy, or one .npz with arrays "
+                             f"{', '.join(repr(n) for n in names)}")
+        return [np.load(p, mmap_mode="r", allow_pickle=False) for p in args.arrays]
+    except FileNotFoundError as e:
+        raise InputError(f"no such file: {e.filename}") from None
+
+
+def _run_arrays(args, acc, names: Sequence[str]) -> Any:
+    arrays = _load_arrays(args, names)
+    if args.command == "perplexity" and getattr(arrays[0], "ndim", 0) != 3:
+        return acc.update(*arrays).compute()  # (T, V) is one sequence: not split into chunks
+    n = len(arrays[0])
+    for a in arrays[1:]:
+        if len(a) != n:
+            raise InputError(f"{names[0]} has {n} rows but another input has {len(a)}")
+    return _fill(acc, n, "row", lambda a, part: a.update(*(x[part] for x in arrays))).compute()
+
+
+def _print_value(args, name: str, value: Any) -> str:
+    import numpy as np
+
+    v = np.asarray(value).tolist()
+    if args.json:
+        return json.dumps({"name": name, "value": v})
+    if isinstance(v, list):
+        return "\n".join(f"{name}[{i}] = {x:.{args.width}f}" for i, x in enumerate(v))
+    return f"{name} = {v:.{args.width}f}"
+
+
+# ---------------------------------------------------------------- parser
+
+def _text_parser(sub, name: str, help: str, width: int = 1):
+    p = sub.add_parser(name, help=help)
+    p.add_argument("refs", nargs="+", help="reference file(s), one segment per line")
+    p.add_argument("-i", "--input", nargs="+", help="hypothesis file(s); standard input if not given")
+    p.add_argument("-e", "--encoding", default="utf-8", help="file encoding (default: utf-8)")
+    p.add_argument("-w", "--width", type=int, default=width, help=f"decimal places (default: {width})")
+    p.add_argument("--json", action="store_true", help="print JSON (sacrebleu's fields)")
+    p.add_argument("--confidence", action="store_true", help="bootstrap 95%% confidence interval")
+    p.add_argument("--confidence-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--seed", type=int, default=12345, help="resampling seed (default: 12345, sacrebleu's)")
+    return p
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    for name, help in (("bleu", "corpus BLEU (sacrebleu's numbers)"), ("chrf", "corpus chrF / chrF++")):
+        p = _text_parser(sub, name, help)
+        p.add_argument("-lc", "--lowercase", action="store_true", help="case-insensitive")
+        group = p.add_mutually_exclusive_group()
+        group.add_argument("--paired-bs", action="store_true", help="paired bootstrap test: first -i is the baseline")
+        group.add_argument("--paired-ar", action="store_true", help="paired approximate randomization test")
+        p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+        p.add_argument("--paired-ar-n", type=int, default=10000, help="randomization trials (default: 10000)")
+        if name == "bleu":
+            p.add_argument("-tok", "--tokenize", default="13a", help="13a (default), intl, zh, char, none")
+            p.add_argument("-s", "--smooth-method", default="exp", choices=["none", "floor", "add-k", "exp"])
+            p.add_argument("-sv", "--smooth-value", type=float, default=None)
+            p.add_argument("--max-ngram-order", type=int, default=4)
+            p.add_argument("--effective-order", action="store_true")
+        else:
+            p.add_argument("--char-order", type=int, default=6)
+            p.add_argument("--word-order", type=int, default=0, help="2 for chrF++")
+            p.add_argument("--beta", type=int, default=2)
+            p.add_argument("--whitespace", action="store_true", help="keep whitespace in character n-grams")
+            p.add_argument("--eps-smoothing", action="store_true")
+
+    p = _text_parser(sub, "rouge", "ROUGE-N/L/Lsum (rouge-score's numbers): mean P/R/F over pairs",
+                     width=4)
+    p.add_argument("--types", nargs="+", default=["rouge1", "rouge2", "rougeL", "rougeLsum"])
+    p.add_argument("--stem", action="store_true", help="Porter stemming (rouge-score's use_stemmer)")
+
+    for name, help, names in (
+            ("perplexity", "perplexity from logits (B, T, V) or (T, V) and integer targets",
+             ("logits", "targets", "mask")),
+            ("topk-accuracy", "top-k accuracy from scores (N, C) and integer targets",
+             ("scores", "targets", "sample_weight"))):
+        p = sub.add_parser(name, help=help)
+        p.add_argument("arrays", nargs="+", metavar="ARRAY",
+                       help=f"{'.npy '.join(names[:2])}.npy [{names[2]}.npy], or one .npz with those names")
+        p.add_argument("--ignore-index", type=int, default=None, help="target value to skip")
+        p.add_argument("-w", "--width", type=int, default=4, help="decimal places (default: 4)")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(names=names)
+        if name == "perplexity":
+            p.add_argument("--reduction", default="token", choices=["token", "sequence"])
+        else:
+            p.add_argument("-k", type=int, nargs="+", default=[5], help="k value(s) (default: 5)")
+            p.add_argument("--ties", default="sklearn", choices=["sklearn", "optimistic", "pessimistic"])
+
     bench = sub.add_parser("bench", help="time every metric on generated data against its baselines")
     bench.add_argument("--quick", action="store_true", help="small inputs: about a minute (the default)")
     bench.add_argument("--full", action="store_true", help="the issue-sized inputs (several GB, minutes)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs per implementation (best is kept)")
     bench.add_argument("--first-call", action="store_true",
                        help="also measure the Numba kernels' first-call cost, cold and warm cache")
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.command == "bench":
+
+def _run(args, parser) -> str | None:
+    from . import metrics
+
+    cmd = args.command
+    if cmd == "bench":
         if args.quick and args.full:
             parser.error("choose one of --quick and --full")
         if args.repeat < 1:
@@ -28,6 +313,36 @@ def main(argv: list[str] | None = None) -> int:
             print("\nNumba first call (fresh process; seconds)")
             for name, t in _bench.numba_first_call().items():
                 print(f"  {name:<26} cold {t['cold']:.3f}   warm cache {t['warm']:.3f}")
+        return None
+    if getattr(args, "width", 0) < 0:
+        parser.error("--width must be >= 0")
+    if cmd == "bleu":
+        return _run_text(args, lambda: metrics.BLEU(args.tokenize, args.lowercase, args.smooth_method,
+                                                    args.smooth_value, args.max_ngram_order, args.effective_order))
+    if cmd == "chrf":
+        return _run_text(args, lambda: metrics.CHRF(args.char_order, args.word_order, args.beta, args.lowercase,
+                                                    args.whitespace, args.eps_smoothing))
+    if cmd == "rouge":
+        return _run_rouge(args)
+    if cmd == "perplexity":
+        acc = metrics.Perplexity(ignore_index=args.ignore_index, reduction=args.reduction)
+        return _print_value(args, "perplexity", _run_arrays(args, acc, args.names))
+    k = args.k[0] if len(args.k) == 1 else tuple(args.k)
+    acc = metrics.TopKAccuracy(k=k, ties=args.ties, ignore_index=args.ignore_index)
+    return _print_value(args, "topk_accuracy", _run_arrays(args, acc, args.names))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        out = _run(args, parser)
+    except (InputError, ValueError, TypeError, OSError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"turbometrics {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    if out is not None:
+        print(out)
     return 0
 
 

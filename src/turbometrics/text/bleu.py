@@ -40,15 +40,20 @@ class BLEUScore:
     def ratio(self) -> float:
         return self.sys_len / self.ref_len if self.ref_len else 0
 
+    @property
+    def verbose(self) -> str:
+        """sacrebleu's detail after the score: precisions, BP, ratio and lengths."""
+        prec = "/".join(f"{p:.1f}" for p in self.precisions)
+        return (f"{prec} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} "
+                f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})")
+
     def format(self, width: int = 2, score_only: bool = False, signature: str = "") -> str:
         """``BLEU = 16.34 66.7/20.0/12.5/8.3 (BP = 0.846 ratio = 0.857 hyp_len = 6 ref_len = 7)``."""
         sc = f"{self.score:.{width}f}"
         if score_only:
             return sc
-        prec = "/".join(f"{p:.1f}" for p in self.precisions)
         head = f"{self.name}|{signature}" if signature else self.name
-        return (f"{head} = {sc} {prec} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} "
-                f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})")
+        return f"{head} = {sc} {self.verbose}"
 
     def __str__(self) -> str:
         return self.format()
