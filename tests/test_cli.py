@@ -130,3 +130,35 @@ def test_bad_arrays_exit_2(tmp_path):
     np.save(tmp_path / "t.npy", np.array([0, 1, 2, 7]))
     out = run("topk-accuracy", str(tmp_path / "s.npy"), str(tmp_path / "t.npy"), "-k", "1")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "targets" in out.stderr
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    lines = read_lines(Path(KIT)) * 20  # 60k segments: more than one chunk
+    (tmp_path / "h.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(read_lines(Path(REF)) * 20) + "\n", encoding="utf-8")
+    args = [sys.executable, "-m", "turbometrics.cli", "bleu", str(tmp_path / "r.txt"), "-i", str(tmp_path / "h.txt")]
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a fresh pty is 0 columns wide
+    try:
+        out = subprocess.run(args, stdout=subprocess.PIPE, stderr=slave, text=True, timeout=600)
+        os.close(slave)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        os.close(master)
+    assert out.returncode == 0 and "seg" in err.decode()  # tqdm's bar, on the terminal
+    piped = run("bleu", str(tmp_path / "r.txt"), "-i", str(tmp_path / "h.txt"))
+    assert piped.stdout == out.stdout and piped.stderr == ""
