@@ -4,7 +4,8 @@
     python benchmarks/report.py --quick    # small inputs
     python benchmarks/report.py --json results.json   # report an earlier run
 
-Writes benchmarks/results/report.md (and the raw pytest-benchmark JSON beside it).
+Writes benchmarks/results/report.md, a chart of the speed-ups, benchmarks/results/speedups.png
+(matplotlib), and the raw pytest-benchmark JSON beside them (not committed).
 """
 from __future__ import annotations
 
@@ -23,6 +24,52 @@ def run_suite(quick: bool, out_json: str) -> None:
     cmd = [sys.executable, "-m", "pytest", HERE, "--benchmark-only", f"--benchmark-json={out_json}", "-q",
            "-p", "no:cacheprovider"]
     subprocess.run(cmd, env=env, check=True, cwd=HERE)
+
+
+ROLE_COLORS = {"oracle": "#1f77b4", "torch": "#ee4c2c", "baseline": "#9467bd", "slow": "#7f7f7f",
+               "variant": "#2ca02c"}
+ROLE_LABELS = {"oracle": "oracle (scikit-learn, torch.topk, sacrebleu, rouge-score)", "torch": "PyTorch",
+               "baseline": "NumPy", "slow": "pure-Python baseline (turbometrics.slow)",
+               "variant": "turbometrics, sacrebleu-compatible mode"}
+
+
+def _speedups(data: dict) -> list[tuple[str, str, str, float]]:
+    """(case, implementation, role, its time / turbometrics' time) for every timed comparison."""
+    cases = defaultdict(dict)
+    for b in data["benchmarks"]:
+        info = b["extra_info"]
+        if "role" in info and "kind" not in info:
+            cases[info["case"]][info["impl"]] = (b["stats"]["min"] * info.get("scale", 1.0), info["role"])
+    out = []
+    for case, impls in cases.items():
+        ours = impls["turbometrics"][0]
+        out += [(case, name, role, t / ours) for name, (t, role) in impls.items() if role in ROLE_COLORS]
+    return out
+
+
+def chart(data: dict, path: str) -> None:
+    """Horizontal bars, log scale: how many times faster turbometrics is than each implementation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = _speedups(data)[::-1]
+    fig, ax = plt.subplots(figsize=(14, 0.3 * len(rows) + 1.5))
+    ax.barh(range(len(rows)), [r[3] for r in rows], color=[ROLE_COLORS[r[2]] for r in rows])
+    ax.set_yticks(range(len(rows)), [f"{c}  vs  {i}" for c, i, _, _ in rows], fontsize=7)
+    ax.set_xscale("log")
+    ax.axvline(1, color="black", linewidth=0.8)
+    for y, r in enumerate(rows):
+        ax.text(r[3], y, f" {r[3]:,.1f}x", va="center", fontsize=7)
+    ax.set_xlabel("speed-up of turbometrics (their time / ours, log scale)")
+    roles = [r for r in ROLE_COLORS if any(row[2] == r for row in rows)]
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=ROLE_COLORS[r]) for r in roles], [ROLE_LABELS[r] for r in roles],
+              loc="lower right", fontsize=7)
+    ax.set_title(f"turbometrics speed-ups, {os.cpu_count()} threads", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def report(data: dict) -> str:
@@ -83,6 +130,7 @@ def main() -> None:
         text = report(json.load(f))
     with open(os.path.join(results, "report.md"), "w") as f:
         f.write(text)
+    chart(json.load(open(path)), os.path.join(results, "speedups.png"))
     print(text)
 
 

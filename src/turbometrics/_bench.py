@@ -31,7 +31,7 @@ def have(module: str) -> bool:
 @dataclass
 class Impl:
     fn: Callable[[dict], Any]
-    role: str                 # "ours", "oracle", "torch", "slow", "read"
+    role: str                 # "ours", "variant" (ours, other options), "oracle", "torch", "slow", "read"
     scale: float = 1.0        # multiply the measured time (slow/ runs on a subset of rows)
     note: str = ""
 
@@ -266,6 +266,44 @@ def rouge_case(n: int) -> Case:
     return c
 
 
+def bootstrap_case(n: int, n_resamples: int = 1000) -> Case:
+    """Corpus BLEU with a 95% bootstrap interval, statistics extraction included (as sacrebleu's)."""
+    c = Case(f"corpus_bleu + bootstrap CI, {n_resamples} resamples, {n:,} segments", lambda: _text_data(n))
+
+    def ours(mode):
+        return lambda d: tm.bootstrap_ci(tm.metrics.BLEU().update(d["hyps"], [d["refs"]]), n_resamples, mode=mode)
+    c.impls["turbometrics"] = Impl(ours("default"), "ours")
+    c.impls["turbometrics, sacrebleu mode"] = Impl(ours("sacrebleu"), "variant", note="sacrebleu's exact numbers")
+    if have("sacrebleu"):
+        def sb(d):
+            from sacrebleu.metrics import BLEU
+            return BLEU().corpus_score(d["hyps"], [d["refs"]], n_bootstrap=n_resamples)
+        c.impls["sacrebleu"] = Impl(sb, "oracle")
+    return c
+
+
+def _bleu_statistics(n: int) -> dict:
+    """A BLEU accumulator holding n segments' statistics drawn at random (no text to tokenize)."""
+    rng = np.random.default_rng(0)
+    hyp_len = rng.integers(1, 60, n)
+    st = np.zeros((n, 10), np.int64)
+    st[:, 0], st[:, 1] = hyp_len, np.maximum(1, hyp_len + rng.integers(-4, 5, n))
+    for o in range(4):
+        st[:, 6 + o] = np.maximum(hyp_len - o, 0)
+        st[:, 2 + o] = rng.binomial(st[:, 6 + o], 0.6 / (o + 1))
+    acc = tm.metrics.BLEU()
+    acc._stats, acc._nrefs = [st], [1]
+    return {"acc": acc}
+
+
+def bootstrap_scale_case(n: int, n_resamples: int = 1000) -> Case:
+    c = Case(f"bootstrap_ci BLEU, {n_resamples} resamples of {n:,} segments' statistics",
+             lambda: _bleu_statistics(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.bootstrap_ci(d["acc"], n_resamples), "ours",
+                                   note="sacrebleu's method would hold n_resamples x n x 10 float32 at once")
+    return c
+
+
 def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
     """The benchmark cases; with ``data_dir`` (the shared test data) also the WMT17 data tiled."""
     real = [corpus_bleu_case(5000 if quick else 100000, data_dir)] if data_dir else []
@@ -277,11 +315,13 @@ def _generated_cases(quick: bool) -> list[Case]:
         return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
                 topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),
                 corpus_bleu_case(5000), segment_bleu_case(5000), corpus_chrf_case(5000),
-                corpus_chrf_case(5000, word_order=2), rouge_case(2000)]
+                corpus_chrf_case(5000, word_order=2), rouge_case(2000), bootstrap_case(3000),
+                bootstrap_scale_case(100_000)]
     return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
             topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
             corpus_bleu_case(100000), segment_bleu_case(100000), corpus_chrf_case(100000),
-            corpus_chrf_case(100000, word_order=2), rouge_case(20000)]
+            corpus_chrf_case(100000, word_order=2), rouge_case(20000), bootstrap_case(100000),
+            bootstrap_scale_case(1_000_000)]
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
