@@ -100,6 +100,8 @@ def report(data: dict) -> str:
             else:
                 rel = f"{t / ours:,.1f}x faster" if t >= ours else f"{ours / t:.2f}x slower"
             gbs = f"{info['bytes'] / t / 1e9:.1f}" if info.get("bytes") and info["role"] in ("ours", "read") else ""
+            if gbs and info.get("peak_bytes_per_s"):  # GPU: against the card's memory bandwidth
+                gbs += f" ({100 * info['bytes'] / t / info['peak_bytes_per_s']:.0f}% of peak)"
             note = f" ({info['note']})" if info.get("note") else ""
             lines.append(f"| {case} | {name}{note} | {t:.4f} | {rel} | {gbs} |")
     if memory:

@@ -4,6 +4,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# tests/gpu runs in its own process: under the CUDA simulator (tests/test_cuda.py starts it) or on a real GPU.
+if not (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or os.environ.get("TURBOMETRICS_GPU_TESTS") == "1"):
+    collect_ignore = ["gpu"]
+
+# What the GPU checks did (tests/test_cuda.py), printed at the end of every run.
+GPU_REPORT: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if GPU_REPORT:
+        terminalreporter.section("GPU kernels (no GPU needed)")
+        for line in GPU_REPORT:
+            terminalreporter.write_line(line)
+
+
 # Real test data lives beside the project root (../shared/data), or where TURBOMETRICS_DATA points.
 DATA = Path(os.environ.get("TURBOMETRICS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 

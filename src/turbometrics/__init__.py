@@ -9,7 +9,7 @@ from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, pair
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
-from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, prepare_references, rouge, segment_bleu,
+from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, lcs_length, prepare_references, rouge, segment_bleu,
                    segment_chrf, sentence_bleu, sentence_chrf, tokenize)
 
 __version__ = "0.1.0"
@@ -20,7 +20,7 @@ __all__ = [
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
-    "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge",
+    "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
 ]

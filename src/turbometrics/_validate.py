@@ -32,6 +32,10 @@ class Array:
     def is_float(self) -> bool:
         return self.code in FLOAT_CODES
 
+    @property
+    def n_classes(self) -> int:
+        return self.data.shape[-1]
+
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy")
@@ -46,9 +50,9 @@ def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
     if _is_torch(x):
         import torch
 
-        if x.device.type != "cpu":
-            raise ValueError(f"{name}: tensors on {x.device} are not supported yet; move them to the CPU")
         t = x.detach()
+        if t.device.type != "cpu":  # the CPU path was chosen (device="cpu", or no GPU kernel here)
+            t = t.cpu()
         if t.dtype == torch.bfloat16:
             return _BF16Bits(t.view(torch.int16).numpy().view(np.uint16)), True
         if t.is_complex():
@@ -56,6 +60,10 @@ def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
         return t.resolve_conj().resolve_neg().numpy(), True
     if isinstance(x, np.ndarray):
         return x, False
+    if hasattr(x, "__cuda_array_interface__") or type(x).__module__.startswith(("numba.cuda", "numba_cuda")):
+        from ._gpu import to_host
+
+        return np.asarray(to_host(x)), False
     if hasattr(x, "__array__") or isinstance(x, (list, tuple, numbers.Number)):
         return np.asarray(x), False
     if hasattr(x, "__dlpack__"):

@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import _gpu
 from . import _validate as V
 from ._ext import _dense
 from ._kernels import rank as _rank
@@ -16,7 +17,7 @@ _HALF_INF_MAG = {V.F16: 0x7C00, V.BF16: 0x7F80}
 
 
 def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = True,
-         *, num_threads: int | None = None):
+         *, num_threads: int | None = None, device: str | None = None):
     """The ``k`` largest (or smallest) entries along ``axis`` and their indices, like ``torch.topk``.
 
     A partial selection per row (a running threshold filters the row in one
@@ -29,7 +30,13 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
 
     Returns ``(values, indices)``: values in ``x``'s dtype, indices int64, both
     shaped like ``x`` with ``axis`` of length ``k`` (torch tensors for torch input).
+    GPU input (float16/bfloat16/float32, last axis) runs on the GPU and the
+    results stay there in its type (always sorted); ``device`` forces a side.
     """
+    if _gpu.use_gpu(device, x):
+        if V.check_int(axis, "axis") not in (-1, len(getattr(x, "shape", np.shape(x))) - 1):
+            raise ValueError("on the GPU topk selects along the last axis; move the axis there first")
+        return _gpu.topk(x, k, bool(largest))
     a = V.as_array(x, "x")
     if a.data.ndim == 0:
         raise ValueError("x must have at least one dimension")
@@ -52,9 +59,17 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     return V.wrap(np.ascontiguousarray(vals), a), V.wrap(np.ascontiguousarray(idx), a)
 
 
-def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_threads: int | None):
-    """int64 ranks (flat, -1 where ignored), the counted mask and the validated scores."""
+def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_threads: int | None,
+           device: str | None = None, keep_on_device: bool = False):
+    """int64 ranks (flat, -1 where ignored), the counted mask and the validated scores.
+
+    On the GPU the ranks come to the host (one int per row) unless ``keep_on_device``.
+    """
     V.check_choice(ties, "ties", TIES)
+    if _gpu.use_gpu(device, scores, targets):
+        before, after = _TIE_SIDES[ties]
+        r, counted, rows = _gpu.ranks(scores, targets, before, after, ignore_index)
+        return (r if keep_on_device else r.copy_to_host()), counted, rows
     a = V.as_array(scores, "scores")
     x = V.rows3d(a.data, "scores")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index)
@@ -72,7 +87,8 @@ def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_t
     return r, counted, a
 
 
-def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads: int | None = None):
+def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads: int | None = None,
+                device: str | None = None):
     """Rank of the true class in each row of ``scores`` (0 = best), by counting in one pass.
 
     ``scores`` is (N, C) or (B, T, C); ``targets`` holds class indices in [0, C)
@@ -86,9 +102,12 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
       * ``"pessimistic"``: every tied class ranks ahead of the target.
 
     NaN scores count as larger than any number (NaNs tie with each other).
-    Returns int64 ranks shaped like ``targets`` (a tensor for tensor input).
+    Returns int64 ranks shaped like ``targets`` (a tensor for tensor input; on
+    the device, in the input's type, for GPU input).
     """
-    r, _, a = _ranks(scores, targets, ties, None, num_threads)
+    r, counted, a = _ranks(scores, targets, ties, None, num_threads, device, keep_on_device=True)
+    if isinstance(a, _gpu.Rows):
+        return _gpu.give_back(r, a, counted.shape)
     return V.wrap(r.reshape(a.data.shape[:-1]), a)
 
 
@@ -108,7 +127,7 @@ def _average(values: np.ndarray, counted: np.ndarray, sample_weight: Any) -> flo
 
 def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: str = "sklearn",
                   sample_weight: Any = None, ignore_index: int | None = None,
-                  *, num_threads: int | None = None):
+                  *, num_threads: int | None = None, device: str | None = None):
     """Fraction of rows whose true class ranks in the top ``k`` (see ``target_rank`` for ``ties``).
 
     With the default ``ties="sklearn"`` this equals
@@ -116,10 +135,10 @@ def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: s
     sample_weight=sample_weight)`` exactly. Rows whose target equals
     ``ignore_index`` are left out (numerator and denominator). A tuple/list
     ``k`` gives an ndarray of accuracies, all from the one pass of ranks.
-    If every row is ignored the result is NaN.
+    If every row is ignored the result is NaN. GPU input is ranked on the GPU.
     """
-    r, counted, a = _ranks(scores, targets, ties, ignore_index, num_threads)
-    n_classes = a.data.shape[-1]
+    r, counted, a = _ranks(scores, targets, ties, ignore_index, num_threads, device)
+    n_classes = a.n_classes
     ks = [V.check_k(kk, n_classes) for kk in k] if isinstance(k, (tuple, list)) else None
     if ks is None:
         return _average(r < V.check_k(k, n_classes), counted, sample_weight)
@@ -127,7 +146,8 @@ def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: s
 
 
 def mean_reciprocal_rank(scores: Any, targets: Any, ties: str = "sklearn", sample_weight: Any = None,
-                         ignore_index: int | None = None, *, num_threads: int | None = None) -> float:
+                         ignore_index: int | None = None, *, num_threads: int | None = None,
+                         device: str | None = None) -> float:
     """Mean of 1 / (rank + 1) of the true class (ranks and ties as in ``target_rank``)."""
-    r, counted, _ = _ranks(scores, targets, ties, ignore_index, num_threads)
+    r, counted, _ = _ranks(scores, targets, ties, ignore_index, num_threads, device)
     return _average(1.0 / (np.maximum(r, 0) + 1.0), counted, sample_weight)  # -1 = ignored row

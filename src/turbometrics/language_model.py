@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _gpu
 from . import _validate as V
 from ._exact import exact_sum
 from ._ext import _dense
@@ -23,19 +24,28 @@ REDUCTIONS = ("token", "sequence", "none")
 
 
 def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
-              *, num_threads: int | None = None):
+              *, num_threads: int | None = None, device: str | None = None):
     """``-log_softmax(logits)[target]`` per position, as float64 (0 at ignored/masked positions).
 
     ``logits`` (N, V) or (B, T, V) in float16, bfloat16, float32 or float64;
     ``targets`` (N,) or (B, T) of any integer dtype. Equals
     ``F.cross_entropy(logits, targets, reduction="none", ignore_index=...)``,
     computed in float32 (float64 for float64 logits) and summed in float64.
+    GPU input (a CUDA tensor, CuPy or Numba device array) runs on the GPU and
+    the result stays there, in the input's type; ``device`` ("cpu"/"cuda") forces a side.
     """
+    if _gpu.use_gpu(device, logits, targets):
+        out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
+        return _gpu.give_back(out, rows, counted.shape)
     nll, _, a = _nll(logits, targets, ignore_index, mask, num_threads)
     return V.wrap(nll, a)
 
 
-def _nll(logits, targets, ignore_index, mask, num_threads):
+def _nll(logits, targets, ignore_index, mask, num_threads, device=None):
+    """Per-token NLL on the host (float64), the counted mask, and the validated input."""
+    if _gpu.use_gpu(device, logits, targets):
+        out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
+        return out.copy_to_host().reshape(counted.shape), counted, rows
     a = V.as_array(logits, "logits")
     V.require_float(a, "logits")
     x = V.rows3d(a.data, "logits")
@@ -73,7 +83,7 @@ def _reduce(nll: np.ndarray, counted: np.ndarray, reduction: str):
 
 
 def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
-               reduction: str = "token", *, num_threads: int | None = None):
+               reduction: str = "token", *, num_threads: int | None = None, device: str | None = None):
     """Perplexity of ``targets`` under ``logits`` without materialising a softmax.
 
     reduction:
@@ -82,9 +92,10 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
         sequences with no counted token are left out.
       * ``"none"``: per-sequence perplexities, float64 (B,) (NaN where nothing counted).
     (N, V) logits are one sequence. Returns a float (an ndarray for ``"none"``).
+    GPU input runs on the GPU (see ``token_nll``); only per-token NLLs come back.
     """
     V.check_choice(reduction, "reduction", REDUCTIONS)
-    nll, counted, _ = _nll(logits, targets, ignore_index, mask, num_threads)
+    nll, counted, _ = _nll(logits, targets, ignore_index, mask, num_threads, device)
     return _reduce(nll, counted, reduction)
 
 

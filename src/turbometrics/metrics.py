@@ -220,7 +220,7 @@ class TopKAccuracy(_Accumulator):
 
     def update(self, scores, targets, sample_weight=None, *, num_threads: int | None = None) -> "TopKAccuracy":
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads)
-        c = a.data.shape[-1]
+        c = a.n_classes
         for kk in (self.k if isinstance(self.k, (tuple, list)) else [self.k]):
             V.check_k(kk, c)
         w = None if sample_weight is None else V.as_weights(sample_weight, r.size).astype(np.float64)

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 from libc.stdint cimport int64_t
+from cython.parallel cimport parallel, prange
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
@@ -277,3 +278,29 @@ def lcs_lengths(const int[::1] a, const int[::1] b):
     cdef const int* pa = &a[0] if a.shape[0] else NULL
     cdef const int* pb = &b[0] if b.shape[0] else NULL
     return (bl.lcs(pa, a.shape[0], pb, b.shape[0], hi + 1), bl.lcs_dp(pa, a.shape[0], pb, b.shape[0]))
+
+
+def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, const int64_t[::1] b_off,
+              int n_ids, int nthreads):
+    """LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]); ids in [0, n_ids).
+
+    Callers validate: offsets non-decreasing within the arrays, ids in range.
+    Bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
+    """
+    cdef Py_ssize_t n = a_off.shape[0] - 1, p
+    out = np.zeros(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef const int* pa = &a[0] if a.shape[0] else NULL
+    cdef const int* pb = &b[0] if b.shape[0] else NULL
+    cdef BitLCS* bl
+    cdef cbool bits = n_ids <= 4096
+    with nogil, parallel(num_threads=nthreads):
+        bl = new BitLCS()
+        for p in prange(n, schedule="dynamic", chunksize=64):
+            if bits:
+                o[p] = bl.lcs(pa + a_off[p], a_off[p + 1] - a_off[p], pb + b_off[p], b_off[p + 1] - b_off[p],
+                              n_ids)
+            else:
+                o[p] = bl.lcs_dp(pa + a_off[p], a_off[p + 1] - a_off[p], pb + b_off[p], b_off[p + 1] - b_off[p])
+        del bl
+    return out

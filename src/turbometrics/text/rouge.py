@@ -6,7 +6,7 @@ Argument order: ours is ``rouge(predictions, references)``; rouge-score's is
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -60,3 +60,38 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     flat, offsets = V.as_multi_references(references, len(preds))
     out = _text.rouge_scores(preds, flat, offsets, kinds, bool(use_stemmer), V.check_threads(num_threads))
     return {t: Scores(out[:, q, 0].copy(), out[:, q, 1].copy(), out[:, q, 2].copy()) for q, t in enumerate(types)}
+
+
+def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,
+               device: str | None = None) -> np.ndarray:
+    """Length of the longest common subsequence of each pair ``(a[i], b[i])`` of token-id sequences.
+
+    ``a`` and ``b`` are equally long lists of 1-D integer arrays (any integer
+    dtype, host or device; token ids from any tokenizer). ROUGE-L of a pair is
+    then ``P = lcs / len(pred)``, ``R = lcs / len(ref)``, ``F = 2PR / (P + R)``.
+    On the CPU: bit-parallel LCS for up to 4096 distinct ids, else the DP;
+    ``device="cuda"`` runs one GPU thread per pair. Returns int64 (N,) on the host.
+    """
+    from .. import _gpu
+
+    a_l = V._as_list(a, "a", "a list of 1-D integer arrays")
+    b_l = V._as_list(b, "b", "a list of 1-D integer arrays")
+    if len(a_l) != len(b_l):
+        raise ValueError(f"a has {len(a_l)} sequences but b has {len(b_l)}")
+    flat, offsets = [], []
+    for name, seqs in (("a", a_l), ("b", b_l)):
+        arrs = []
+        for i, s in enumerate(seqs):
+            x = _gpu.to_host(s)
+            x = np.zeros(0, np.int64) if isinstance(x, (list, tuple)) and not x else V.as_int_array(x, f"{name}[{i}]")
+            if x.ndim != 1:
+                raise ValueError(f"{name}[{i}] must be 1-D, got shape {x.shape}")
+            arrs.append(x.astype(np.int64, copy=False))
+        offsets.append(np.concatenate([[0], np.cumsum([len(x) for x in arrs], dtype=np.int64)]).astype(np.int64))
+        flat.append(np.concatenate(arrs) if arrs else np.zeros(0, np.int64))
+    ids, inverse = np.unique(np.concatenate(flat), return_inverse=True)  # ids -> [0, n_ids)
+    dense = inverse.astype(np.int32)
+    fa, fb = np.ascontiguousarray(dense[:len(flat[0])]), np.ascontiguousarray(dense[len(flat[0]):])
+    if _gpu.use_gpu(device):
+        return _gpu.lcs(fa, offsets[0], fb, offsets[1])
+    return _text.lcs_batch(fa, offsets[0], fb, offsets[1], max(len(ids), 1), V.check_threads(num_threads))

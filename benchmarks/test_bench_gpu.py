@@ -1,0 +1,95 @@
+"""GPU: turbometrics' numba.cuda kernels against PyTorch on the same GPU (skipped without one).
+
+Inputs live on the GPU as torch tensors; every timed call ends with a
+synchronisation (a scalar result, or torch.cuda.synchronize()). report.py
+prints the effective bandwidth (bytes of scores read / time) against the
+card's peak, stored in extra_info.
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import turbometrics as tm  # noqa: E402
+
+N, V, K_ACC, K_TOP = 4096, 128256, 5, 50
+# HBM peak by card, bytes/s (NVIDIA data sheets); used when torch cannot report it.
+PEAK = {"H100 80GB HBM3": 3.35e12, "H100 PCIe": 2.0e12, "H200": 4.8e12, "A100-SXM4-80GB": 2.039e12}
+
+
+def peak_bandwidth() -> float:
+    p = torch.cuda.get_device_properties(0)
+    clock, bus = getattr(p, "memory_clock_rate", 0), getattr(p, "memory_bus_width", 0)
+    if clock and bus:
+        return 2 * clock * 1e3 * bus / 8  # DDR: two transfers per clock (kHz)
+    return next((v for k, v in PEAK.items() if k in p.name), float("nan"))
+
+
+def sync(fn):
+    def run(*a):
+        out = fn(*a)
+        torch.cuda.synchronize()
+        return out
+    return run
+
+
+_data = {}
+
+
+def data(dtype):
+    if dtype not in _data:
+        _data.clear()
+        g = torch.Generator(device="cuda").manual_seed(0)
+        x = (torch.randn(N, V, device="cuda", generator=g) * 3).to(dtype)
+        t = torch.randint(0, V, (N,), device="cuda", generator=g)
+        t[torch.rand(N, device="cuda", generator=g) < 0.1] = -100
+        _data[dtype] = (x, t)
+    return _data[dtype]
+
+
+def _acc_torch(x, t, k):
+    keep = t != -100
+    hit = (x[keep].topk(k, dim=1).indices == t[keep, None]).any(dim=1)
+    return hit.float().mean().item()
+
+
+CASES = {
+    "perplexity f32": ("float32", {
+        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    "perplexity bf16": ("bfloat16", {
+        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+        "torch cross_entropy (f32 upcast)": lambda x, t: float(torch.exp(F.cross_entropy(x.float(), t,
+                                                                                          ignore_index=-100))),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    f"topk_accuracy k={K_ACC} f32": ("float32", {
+        "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+        "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    f"topk k={K_TOP} f32": ("float32", {
+        "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+        "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    f"topk k={K_TOP} bf16": ("bfloat16", {
+        "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+        "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+}
+PARAMS = [(c, i) for c, (_, impls) in CASES.items() for i in impls]
+
+
+@pytest.mark.parametrize("case,impl", PARAMS, ids=[f"{c} | {i}" for c, i in PARAMS])
+def test_gpu(benchmark, case, impl):
+    dtype, impls = CASES[case]
+    x, t = data(getattr(torch, dtype))
+    fn = impls[impl]
+    benchmark.group = f"GPU {case} ({N}, {V})"
+    role = "ours" if impl == "turbometrics" else "read" if impl.startswith("read") else "torch"
+    benchmark.extra_info.update(case=f"GPU {case} ({N}, {V}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
+                                bytes=x.numel() * x.element_size(), peak_bytes_per_s=peak_bandwidth())
+    benchmark.pedantic(fn, args=(x, t), rounds=20, iterations=1, warmup_rounds=3)

@@ -1,0 +1,213 @@
+"""GPU dispatch for the array metrics: recognise device arrays, run the numba.cuda kernels,
+hand results back in the caller's own type.
+
+A PyTorch CUDA tensor, a CuPy array (anything with ``__cuda_array_interface__``)
+or a Numba device array runs on the GPU with no copy of the scores to the host;
+``device="cuda"`` sends host input there, ``device="cpu"`` brings device input
+back. Only small arrays cross: targets and masks (validated on the host by
+``_validate``, the one validation layer, then sent back) and per-row results
+that a scalar is reduced from (so reductions are the CPU path's, bit for bit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _validate as V
+
+DEVICES = ("cpu", "cuda")
+
+
+def _is_numba_device(x: Any) -> bool:
+    # Numba device arrays (and the simulator's FakeCUDAArray, which has no __cuda_array_interface__)
+    return type(x).__module__.startswith(("numba.cuda", "numba_cuda")) and hasattr(x, "copy_to_host")
+
+
+def is_device_array(x: Any) -> bool:
+    if V._is_torch(x):
+        return x.device.type == "cuda"
+    return _is_numba_device(x) or hasattr(x, "__cuda_array_interface__")
+
+
+def use_gpu(device: str | None, *arrays: Any) -> bool:
+    """Whether to run on the GPU: ``device`` if given, else whether any input lives there."""
+    if device is None:
+        return any(a is not None and is_device_array(a) for a in arrays)
+    V.check_choice(device, "device", DEVICES)
+    return device == "cuda"
+
+
+def to_host(x: Any) -> Any:
+    """A host copy of a device array (torch CPU tensor for torch input); anything else unchanged."""
+    if V._is_torch(x):
+        return x.detach().cpu() if x.device.type != "cpu" else x
+    if _is_numba_device(x):
+        return x.copy_to_host()
+    if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
+        return x.get()
+    return x
+
+
+def _cuda():
+    try:
+        from numba import cuda
+    except ImportError as e:  # pragma: no cover - numba always ships numba.cuda today
+        raise RuntimeError('the GPU path needs numba-cuda: pip install "turbometrics[cuda]"') from e
+    if not cuda.is_available():
+        raise RuntimeError("device='cuda' was asked for (or a GPU array was given) but no usable GPU was found "
+                           "(numba.cuda.is_available() is False)")
+    from ._kernels import cuda as K
+
+    return cuda, K
+
+
+@dataclass
+class Rows:
+    """Scores on the device as (rows, classes), with what is needed to hand results back."""
+
+    data: Any            # numba device array (R, C)
+    widen: int           # _kernels.cuda.WIDEN_*
+    lead: tuple          # the shape of the leading axes (targets' shape)
+    kind: str            # "torch", "cupy", "numba" or "host"
+    bf16: bool
+    torch_host: bool = False  # host input that was a torch CPU tensor
+    dtype: Any = None         # host input's element type (ml_dtypes bfloat16 results are viewed as it)
+
+    @property
+    def n_classes(self) -> int:
+        return self.data.shape[1]
+
+
+def device_rows(x: Any, name: str, allow_f64: bool = True) -> Rows:
+    """Validate a float (N, C) or (B, T, C) array and view it on the device as (rows, C)."""
+    cuda, K = _cuda()
+    if V._is_torch(x):
+        import torch
+
+        t = x.detach()
+        host_torch = t.device.type == "cpu"
+        if host_torch:
+            t = t.cuda()
+        bf16 = t.dtype == torch.bfloat16
+        if t.is_complex() or not (t.is_floating_point()):
+            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+        lead, c = _shape(tuple(t.shape), name)
+        if t.dtype == torch.float64 and not allow_f64:
+            raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
+        t = t.reshape(-1, c)
+        t = (t.view(torch.int16) if bf16 else t).contiguous()
+        widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
+        return Rows(cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch", bf16, host_torch)
+    if is_device_array(x):
+        d = x if _is_numba_device(x) else cuda.as_cuda_array(x)
+        kind = "numba" if _is_numba_device(x) else "cupy"
+        dt = np.dtype(d.dtype)
+        if dt not in (np.float16, np.float32, np.float64):
+            raise TypeError(f"{name} must hold float16, float32 or float64 on the GPU (bfloat16 via torch), "
+                            f"got {dt}")
+        if dt == np.float64 and not allow_f64:
+            raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
+        lead, c = _shape(tuple(d.shape), name)
+        if not d.is_c_contiguous():
+            raise ValueError(f"{name} must be C-contiguous on the GPU")
+        return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False)
+    a = V.as_array(x, name)  # host input with device="cuda"
+    V.require_float(a, name)
+    if a.code == V.F64 and not allow_f64:
+        raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
+    lead, c = _shape(a.data.shape, name)
+    host = np.ascontiguousarray(a.data.reshape(-1, c))
+    widen = K.WIDEN_BF16 if a.code == V.BF16 else K.WIDEN_F64 if a.code == V.F64 else K.WIDEN_F32
+    data = cuda.to_device(host.view(np.float16) if a.code == V.F16 else host)
+    return Rows(data, widen, lead, "host", a.code == V.BF16, a.torch, a.dtype)
+
+
+def _shape(shape: tuple, name: str) -> tuple[tuple, int]:
+    if len(shape) not in (2, 3):
+        raise ValueError(f"{name} must have shape (N, V) or (B, T, V), got shape {shape}")
+    if 0 in shape:
+        raise ValueError(f"{name} is empty (shape {shape})")
+    return shape[:-1], shape[-1]
+
+
+def device_targets(rows: Rows, targets: Any, ignore_index, mask=None):
+    """Targets validated on the host (small), as int64 on the device, and the counted mask."""
+    cuda, _ = _cuda()
+    t64, counted = V.as_targets(to_host(targets), rows.lead, rows.data.shape[1], ignore_index=ignore_index,
+                                mask=None if mask is None else to_host(mask))
+    return cuda.to_device(t64), counted
+
+
+def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
+    """A device result in the caller's type: torch tensor, CuPy array, Numba array, or host ndarray/tensor."""
+    d = d.reshape(shape)
+    if rows.kind == "torch":
+        import torch
+
+        out = torch.as_tensor(d, device="cuda")
+        return out.view(torch.bfloat16) if bf16_values else out
+    if rows.kind == "cupy":
+        import cupy
+
+        return cupy.asarray(d)
+    if rows.kind == "numba":
+        return d
+    host = d.copy_to_host()
+    if rows.torch_host:
+        import torch
+
+        out = torch.from_numpy(host.view(np.int16) if bf16_values else host)
+        return out.view(torch.bfloat16) if bf16_values else out
+    return host.view(rows.dtype) if bf16_values else host
+
+
+def nll(logits: Any, targets: Any, ignore_index, mask):
+    """Per-row NLL on the device (float64, 0 where not counted), the counted mask, the rows."""
+    cuda, K = _cuda()
+    rows = device_rows(logits, "logits")
+    t, counted = device_targets(rows, targets, ignore_index, mask)
+    out = cuda.device_array(rows.data.shape[0], np.float64)
+    K.kernels(rows.widen)["nll_rows"][rows.data.shape[0], K.TPB](rows.data, t, out)
+    return out, counted, rows
+
+
+def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index):
+    """int64 ranks on the device (-1 where not counted), the counted mask, the rows."""
+    cuda, K = _cuda()
+    rows = device_rows(scores, "scores")
+    t, counted = device_targets(rows, targets, ignore_index)
+    out = cuda.device_array(rows.data.shape[0], np.int64)
+    K.kernels(rows.widen)["rank_rows"][rows.data.shape[0], K.TPB](rows.data, t, before, after, out)
+    return out, counted, rows
+
+
+def topk(x: Any, k: Any, largest: bool):
+    """Top-k values and indices per row on the device (last axis only)."""
+    cuda, K = _cuda()
+    rows = device_rows(x, "x", allow_f64=False)
+    n, c = rows.data.shape
+    k = V.check_k(k, c)
+    vals = cuda.device_array((n, k), rows.data.dtype)
+    idx = cuda.device_array((n, k), np.int64)
+    cand_key = cuda.device_array(n * k, np.int64)
+    cand_idx = cuda.device_array(n * k, np.int64)
+    K.kernels(rows.widen)["topk_rows"][n, K.TPB](rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
+    shape = rows.lead + (k,)
+    return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
+
+
+def lcs(a: np.ndarray, a_off: np.ndarray, b: np.ndarray, b_off: np.ndarray) -> np.ndarray:
+    """LCS length per pair on the GPU (validated host arrays in; int64 lengths back on the host)."""
+    cuda, K = _cuda()
+    n = len(a_off) - 1
+    if n == 0:
+        return np.zeros(0, np.int64)
+    row_off = np.concatenate([[0], np.cumsum(np.diff(b_off) + 1)]).astype(np.int64)
+    rows = cuda.device_array(int(row_off[-1]), np.int32)
+    out = cuda.device_array(n, np.int64)
+    threads = min(K.TPB, 128)
+    K.lcs_pairs[(n + threads - 1) // threads, threads](cuda.to_device(a), cuda.to_device(a_off), cuda.to_device(b),
+                                                       cuda.to_device(b_off), cuda.to_device(row_off), rows, out)
+    return out.copy_to_host()

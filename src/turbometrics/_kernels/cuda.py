@@ -1,0 +1,379 @@
+"""numba.cuda kernels for the array metrics: one block per row, the row read with coalesced loads.
+
+Importing this module needs numba-cuda (``pip install "turbometrics[cuda]"``);
+``turbometrics._gpu`` imports it only when a GPU path is taken.
+
+Two implementations of the few primitives the CUDA simulator lacks (warp
+shuffles, libdevice bit casts) are chosen at import: the fast ones on a real
+GPU (PTX-compiled in the tests, run when a GPU is lent) and shared-memory /
+arithmetic ones under ``NUMBA_ENABLE_CUDASIM=1``, so the simulator runs every
+kernel with the same algorithm. ``TPB`` shrinks to 32 in the simulator, where
+each thread is a Python thread.
+
+Semantics are the CPU path's exactly: NaN ranks above every number and ties
+with NaN, ties broken by index as documented in ``turbometrics.classification``,
+NaN or +inf in a row makes its NLL NaN.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from numba import config, cuda, float32, float64, int32, int64, uint32
+
+SIM = bool(config.ENABLE_CUDASIM)
+TPB = 32 if SIM else 256          # threads per block (one block per row)
+WARPS = TPB // 32
+RADIX = 256                        # 8-bit digits in the top-k radix select
+FULL = 0xFFFFFFFF
+
+# widening of a stored element to the type it is compared/summed in
+WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
+
+
+if SIM:
+    @cuda.jit(device=True, inline=True)
+    def _bf16_to_f32(b):
+        return np.array([(int(b) & 0xFFFF) << 16], np.uint32).view(np.float32)[0]
+
+    @cuda.jit(device=True, inline=True)
+    def _f32_bits(v):
+        return int(np.array([v], np.float32).view(np.uint32)[0])
+
+    @cuda.jit(device=True, inline=True)
+    def _reduce_i64(v, buf):
+        """Block sum of an int64 (buf: shared int64[TPB]); every thread gets the total."""
+        t = cuda.threadIdx.x
+        buf[t] = v
+        cuda.syncthreads()
+        s = TPB // 2
+        while s > 0:
+            if t < s:
+                buf[t] += buf[t + s]
+            cuda.syncthreads()
+            s //= 2
+        r = buf[0]
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit(device=True, inline=True)
+    def _reduce_lse(m, s, bm, bs):
+        """Block log-sum-exp merge of per-thread (max, sum of exp(v - max)); returns the block's pair."""
+        t = cuda.threadIdx.x
+        bm[t] = m
+        bs[t] = s
+        cuda.syncthreads()
+        h = TPB // 2
+        while h > 0:
+            if t < h:
+                m2, s2 = _merge(bm[t], bs[t], bm[t + h], bs[t + h])
+                bm[t] = m2
+                bs[t] = s2
+            cuda.syncthreads()
+            h //= 2
+        rm, rs = bm[0], bs[0]
+        cuda.syncthreads()
+        return rm, rs
+else:
+    @cuda.jit(device=True, inline=True)
+    def _bf16_to_f32(b):
+        return cuda.libdevice.int_as_float(int32((int32(b) & 0xFFFF) << 16))
+
+    @cuda.jit(device=True, inline=True)
+    def _f32_bits(v):
+        return int64(cuda.libdevice.float_as_int(v)) & FULL
+
+    @cuda.jit(device=True, inline=True)
+    def _reduce_i64(v, buf):
+        """Block sum: warp shuffles, then one shared slot per warp (buf: shared int64[TPB])."""
+        t = cuda.threadIdx.x
+        lane, w = t % 32, t // 32
+        off = 16
+        while off > 0:
+            v += cuda.shfl_down_sync(FULL, v, off)
+            off //= 2
+        if lane == 0:
+            buf[w] = v
+        cuda.syncthreads()
+        if w == 0:
+            v = buf[lane] if lane < WARPS else int64(0)
+            off = 16
+            while off > 0:
+                v += cuda.shfl_down_sync(FULL, v, off)
+                off //= 2
+            if lane == 0:
+                buf[0] = v
+        cuda.syncthreads()
+        r = buf[0]
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit(device=True, inline=True)
+    def _reduce_lse(m, s, bm, bs):
+        t = cuda.threadIdx.x
+        lane, w = t % 32, t // 32
+        off = 16
+        while off > 0:
+            m, s = _merge(m, s, cuda.shfl_down_sync(FULL, m, off), cuda.shfl_down_sync(FULL, s, off))
+            off //= 2
+        if lane == 0:
+            bm[w] = m
+            bs[w] = s
+        cuda.syncthreads()
+        if w == 0:
+            if lane < WARPS:
+                m, s = bm[lane], bs[lane]
+            else:
+                m, s = -math.inf, 0.0
+            off = 16
+            while off > 0:
+                m, s = _merge(m, s, cuda.shfl_down_sync(FULL, m, off), cuda.shfl_down_sync(FULL, s, off))
+                off //= 2
+            if lane == 0:
+                bm[0] = m
+                bs[0] = s
+        cuda.syncthreads()
+        rm, rs = bm[0], bs[0]
+        cuda.syncthreads()
+        return rm, rs
+
+
+@cuda.jit(device=True, inline=True)
+def _merge(m1, s1, m2, s2):
+    """(max, sum exp(v - max)) of two parts; an empty part is (-inf, 0)."""
+    if s2 == 0.0:
+        return m1, s1
+    if s1 == 0.0:
+        return m2, s2
+    if m1 >= m2:
+        return m1, s1 + s2 * math.exp(m2 - m1)
+    return m2, s2 + s1 * math.exp(m1 - m2)
+
+
+@lru_cache(maxsize=None)
+def kernels(widen: int) -> dict:
+    """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64)."""
+    if widen == WIDEN_BF16:
+        @cuda.jit(device=True, inline=True)
+        def load(x, r, j):
+            return _bf16_to_f32(x[r, j])
+    elif widen == WIDEN_F64:
+        @cuda.jit(device=True, inline=True)
+        def load(x, r, j):
+            return float64(x[r, j])
+    else:
+        @cuda.jit(device=True, inline=True)
+        def load(x, r, j):
+            return float32(x[r, j])
+
+    @cuda.jit
+    def nll_rows(x, targets, out):
+        """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
+
+        Each thread keeps an online (max, sum) over its strided elements, summed in
+        float64; one block merge. NaN or +inf anywhere in the row gives NaN.
+        """
+        r = cuda.blockIdx.x
+        t = targets[r]
+        if t < 0:
+            if cuda.threadIdx.x == 0:
+                out[r] = 0.0
+            return
+        n = x.shape[1]
+        m = -math.inf
+        s = 0.0
+        bad = int64(0)
+        for j in range(cuda.threadIdx.x, n, TPB):
+            v = load(x, r, j)
+            if not (v < math.inf):  # NaN or +inf
+                bad += 1
+            elif v > m:
+                s = s * math.exp(m - v) + 1.0 if m > -math.inf else 1.0
+                m = v
+            elif v > -math.inf:
+                s += math.exp(v - m)
+        bm = cuda.shared.array(TPB, float64)
+        bs = cuda.shared.array(TPB, float64)
+        bi = cuda.shared.array(TPB, int64)
+        bad = _reduce_i64(bad, bi)
+        M, S = _reduce_lse(float64(m), s, bm, bs)
+        if cuda.threadIdx.x == 0:
+            out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
+
+    @cuda.jit
+    def rank_rows(x, targets, before_ge, after_ge, out):
+        """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
+
+        ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where t < 0.
+        """
+        r = cuda.blockIdx.x
+        t = targets[r]
+        if t < 0:
+            if cuda.threadIdx.x == 0:
+                out[r] = -1
+            return
+        n = x.shape[1]
+        st = load(x, r, t)
+        nan_t = st != st
+        gt = int64(0)
+        eb = int64(0)
+        ea = int64(0)
+        for j in range(cuda.threadIdx.x, n, TPB):
+            v = load(x, r, j)
+            if nan_t:
+                eq = v != v
+            else:
+                eq = v == st
+                gt += not (v <= st)
+            if eq and j < t:
+                eb += 1
+            elif eq and j > t:
+                ea += 1
+        buf = cuda.shared.array(TPB, int64)
+        gt = _reduce_i64(gt, buf)
+        eb = _reduce_i64(eb, buf)
+        ea = _reduce_i64(ea, buf)
+        if cuda.threadIdx.x == 0:
+            out[r] = gt + (eb if before_ge else 0) + (ea if after_ge else 0)
+
+    @cuda.jit(device=True, inline=True)
+    def key(x, r, j, largest):
+        """An order-preserving 32-bit key (int64): larger key = earlier in the output."""
+        v = float32(load(x, r, j))
+        if v != v:
+            k = int64(FULL)  # NaN: above +inf
+        else:
+            if v == 0:
+                v = float32(0.0)  # -0.0 ties +0.0
+            u = _f32_bits(v)
+            k = (u ^ FULL) if u & 0x80000000 else (u | 0x80000000)
+        return k if largest else k ^ FULL
+
+    @cuda.jit
+    def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
+        """The k first entries of each row in key order, ties to the lower index.
+
+        A radix select finds the k-th key (4 passes of 8-bit digits over the row),
+        then, when that key is tied, the cut-off index among its ties (a radix
+        select over index bits); exactly k candidates are gathered and placed by
+        counting the candidates ahead of each.
+        """
+        r = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        n = x.shape[1]
+        hist = cuda.shared.array(RADIX, int32)
+        state = cuda.shared.array(4, int64)  # prefix, remaining, ties of the k-th key, count
+        if tid == 0:
+            state[0] = 0
+            state[1] = k
+        prefix_mask = int64(0)
+        for p in range(4):
+            shift = 24 - 8 * p
+            for b in range(tid, RADIX, TPB):
+                hist[b] = 0
+            cuda.syncthreads()
+            prefix = state[0]
+            for j in range(tid, n, TPB):
+                kk = key(x, r, j, largest)
+                if (kk & prefix_mask) == prefix:
+                    cuda.atomic.add(hist, (kk >> shift) & 0xFF, 1)
+            cuda.syncthreads()
+            if tid == 0:
+                rem = state[1]
+                b = RADIX - 1
+                while b > 0 and hist[b] < rem:  # from the largest digit down
+                    rem -= hist[b]
+                    b -= 1
+                state[0] = prefix | (int64(b) << shift)
+                state[1] = rem
+                state[2] = hist[b]
+            prefix_mask |= int64(0xFF) << shift
+            cuda.syncthreads()
+        kth = state[0]
+        need = state[1]          # how many entries with key == kth are taken
+        ties = state[2]
+        cuda.syncthreads()       # everyone has read state before thread 0 reuses it
+        cut = int64(n)           # take ties of kth at indices < cut
+        if ties > need:          # more ties than places: the `need` lowest indices
+            if tid == 0:
+                state[0] = 0
+                state[1] = need
+            nbits = 1
+            while (int64(1) << nbits) < n:
+                nbits += 1
+            passes = (nbits + 7) // 8
+            imask = int64(0)
+            for p in range(passes):
+                shift = 8 * (passes - 1 - p)
+                for b in range(tid, RADIX, TPB):
+                    hist[b] = 0
+                cuda.syncthreads()
+                prefix = state[0]
+                for j in range(tid, n, TPB):
+                    if (j & imask) == prefix and key(x, r, j, largest) == kth:
+                        cuda.atomic.add(hist, (j >> shift) & 0xFF, 1)
+                cuda.syncthreads()
+                if tid == 0:
+                    rem = state[1]
+                    b = 0
+                    while b < RADIX - 1 and hist[b] < rem:  # from the smallest index up
+                        rem -= hist[b]
+                        b += 1
+                    state[0] = prefix | (int64(b) << shift)
+                    state[1] = rem
+                imask |= int64(0xFF) << shift
+                cuda.syncthreads()
+            cut = state[0] + 1
+        if tid == 0:
+            state[3] = 0
+        cuda.syncthreads()
+        base = r * k
+        for j in range(tid, n, TPB):
+            kk = key(x, r, j, largest)
+            if kk > kth or (kk == kth and j < cut):
+                c = cuda.atomic.add(state, 3, 1)
+                cand_key[base + c] = kk
+                cand_idx[base + c] = j
+        cuda.syncthreads()
+        for c in range(tid, k, TPB):
+            kc = cand_key[base + c]
+            ic = cand_idx[base + c]
+            pos = 0
+            for d in range(k):
+                kd = cand_key[base + d]
+                if kd > kc or (kd == kc and cand_idx[base + d] < ic):
+                    pos += 1
+            idx[r, pos] = ic
+            vals[r, pos] = x[r, ic]
+
+    return {"nll_rows": nll_rows, "rank_rows": rank_rows, "topk_rows": topk_rows}
+
+
+@cuda.jit
+def lcs_pairs(a, a_off, b, b_off, row_off, rows, out):
+    """LCS length of pair p = (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), one thread per pair.
+
+    The classic DP over one row of len(b) + 1 cells in global scratch (rows,
+    pair p's row at row_off[p]); summaries are short, pairs are many.
+    """
+    p = cuda.grid(1)
+    if p >= out.shape[0]:
+        return
+    a0, a1, b0, b1, o = a_off[p], a_off[p + 1], b_off[p], b_off[p + 1], row_off[p]
+    nb = b1 - b0
+    for j in range(nb + 1):
+        rows[o + j] = 0
+    for i in range(a0, a1):
+        diag = 0
+        ai = a[i]
+        for j in range(nb):
+            up = rows[o + j + 1]
+            if ai == b[b0 + j]:
+                cur = diag + 1
+            else:
+                left = rows[o + j]
+                cur = up if up > left else left
+            diag = up
+            rows[o + j + 1] = cur
+    out[p] = rows[o + nb]

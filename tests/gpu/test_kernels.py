@@ -1,0 +1,121 @@
+"""The numba.cuda kernels against the CPU path, on small inputs.
+
+Runs under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1, in its own process:
+tests/test_cuda.py starts it) and, unchanged, on a real GPU
+(TURBOMETRICS_GPU_TESTS=1 pytest tests/gpu). Integers and ranks must agree
+exactly, floats to 1e-6 relative; ties, NaN and padding included.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+from numba import cuda
+
+import turbometrics as tm
+
+BF16 = ml_dtypes.bfloat16
+
+
+def dev(a):
+    return cuda.to_device(np.ascontiguousarray(a))
+
+
+def scores(rng, shape, ties=False):
+    if ties:
+        return rng.integers(-3, 4, shape).astype(np.float32)
+    return (rng.standard_normal(shape) * 3).astype(np.float32)
+
+
+def test_token_nll_and_perplexity(rng):
+    x = scores(rng, (2, 3, 57))
+    x[0, 1, 5] = -np.inf
+    x[1, 2, :] = -np.inf
+    x[1, 2, 9] = 4.0  # a row that is -inf but one entry
+    t = rng.integers(0, 57, (2, 3))
+    t[0, 2] = -100
+    got = tm.token_nll(dev(x), dev(t), ignore_index=-100)
+    assert type(got).__module__.startswith(("numba.cuda", "numba_cuda"))  # stays on the device
+    np.testing.assert_allclose(got.copy_to_host(), tm.token_nll(x, t, ignore_index=-100), rtol=1e-6, atol=1e-12)
+    for red in ("token", "sequence"):
+        assert tm.perplexity(dev(x), t, ignore_index=-100, reduction=red) == pytest.approx(
+            tm.perplexity(x, t, ignore_index=-100, reduction=red), rel=1e-6)
+    bad = x.copy()
+    bad[0, 0, 3] = np.nan
+    bad[1, 0, 7] = np.inf
+    out = tm.token_nll(dev(bad), t, ignore_index=-100).copy_to_host()
+    assert np.isnan(out[0, 0]) and np.isnan(out[1, 0]) and out[0, 2] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float64])
+def test_token_nll_dtypes(rng, dtype):
+    x = scores(rng, (4, 40)).astype(dtype)
+    t = rng.integers(0, 40, 4)
+    expect = tm.token_nll(x, t)
+    got = tm.token_nll(x, t, device="cuda")  # host input sent to the GPU, result back on the host
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, expect, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ties", ["sklearn", "optimistic", "pessimistic"])
+def test_ranks_exact(rng, ties):
+    x = scores(rng, (6, 33), ties=True)
+    x[2, [0, 7, 30]] = np.nan
+    t = rng.integers(0, 33, 6)
+    t[3] = 7
+    x[3, 7] = np.nan  # a NaN target
+    t[5] = -1
+    safe = np.where(t < 0, 0, t)  # target_rank counts every row
+    np.testing.assert_array_equal(tm.target_rank(dev(x), safe, ties=ties).copy_to_host(),
+                                  tm.target_rank(x, safe, ties=ties))
+    for k in (1, 3):
+        assert tm.topk_accuracy(dev(x), t, k=k, ties=ties, ignore_index=-1) == tm.topk_accuracy(
+            x, t, k=k, ties=ties, ignore_index=-1)
+    assert tm.mean_reciprocal_rank(dev(x), t, ties=ties, ignore_index=-1) == tm.mean_reciprocal_rank(
+        x, t, ties=ties, ignore_index=-1)
+
+
+def test_rank_half_precision(rng):
+    x = scores(rng, (3, 20), ties=True)
+    t = rng.integers(0, 20, 3)
+    for dtype in (np.float16, BF16):
+        h = x.astype(dtype)
+        np.testing.assert_array_equal(tm.target_rank(h, t, device="cuda"), tm.target_rank(h, t))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_exact(rng, largest):
+    x = scores(rng, (5, 41), ties=True)
+    x[1, [3, 9]] = np.nan
+    x[2, :] = 0.0
+    x[2, [4, 8]] = -0.0  # -0.0 ties +0.0
+    x[4] = scores(rng, 41)  # no ties
+    for k in (1, 4, 41):
+        v, i = tm.topk(dev(x), k, largest=largest)
+        ev, ei = tm.topk(x, k, largest=largest)
+        np.testing.assert_array_equal(i.copy_to_host(), ei)
+        np.testing.assert_array_equal(v.copy_to_host(), ev)  # NaN == NaN here
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_topk_half(rng, dtype):
+    x = scores(rng, (3, 30), ties=True).astype(dtype)
+    v, i = tm.topk(x, 5, device="cuda")
+    ev, ei = tm.topk(x, 5)
+    assert v.dtype == ev.dtype
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(v.view(np.uint16), ev.view(np.uint16))
+
+
+def test_lcs_lengths(rng):
+    a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30)]
+    b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30)]
+    got = tm.lcs_length(a, b, device="cuda")
+    assert got.tolist() == tm.lcs_length(a, b).tolist()
+
+
+def test_accumulators_take_device_arrays(rng):
+    x = scores(rng, (2, 4, 30))
+    t = rng.integers(0, 30, (2, 4))
+    acc = tm.metrics.Perplexity().update(dev(x[:1]), dev(t[:1])).update(x[1:], t[1:])
+    assert acc.compute() == pytest.approx(tm.perplexity(x, t), rel=1e-6)
+    top = tm.metrics.TopKAccuracy(k=2).update(dev(x.reshape(-1, 30)), t.reshape(-1))
+    assert top.compute() == tm.topk_accuracy(x.reshape(-1, 30), t.reshape(-1), k=2)

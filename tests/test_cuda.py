@@ -1,0 +1,88 @@
+"""GPU kernels without a GPU: the simulator suite (tests/gpu) in its own process, and PTX for sm_80/sm_90.
+
+NUMBA_ENABLE_CUDASIM must be set before numba is imported, hence the
+subprocesses. What ran is printed in pytest's summary (tests/conftest.py).
+"""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import turbometrics as tm
+from conftest import GPU_REPORT
+
+ROOT = Path(__file__).resolve().parent
+
+
+def test_kernels_under_the_cuda_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env.pop("TURBOMETRICS_GPU_TESTS", None)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "gpu")],
+                         env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
+    GPU_REPORT.append(f"CUDA simulator (tests/gpu): {summary}")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    assert " passed" in summary and "skipped" not in summary
+
+
+PTX = textwrap.dedent("""
+    import sys
+    from numba import cuda
+    try:
+        from turbometrics._kernels import cuda as K
+    except Exception as e:
+        print("SKIP numba.cuda unusable:", e); sys.exit(3)
+    F = {K.WIDEN_F32: ["float16", "float32"], K.WIDEN_BF16: ["uint16", "int16"], K.WIDEN_F64: ["float64"]}
+    jobs = []
+    for widen, types in F.items():
+        ks = K.kernels(widen)
+        for T in types:
+            jobs.append(("nll_rows", ks["nll_rows"], f"void({T}[:, ::1], int64[::1], float64[::1])"))
+            jobs.append(("rank_rows", ks["rank_rows"], f"void({T}[:, ::1], int64[::1], boolean, boolean, int64[::1])"))
+            if widen != K.WIDEN_F64:
+                jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
+                             "int64[:, ::1], int64[::1], int64[::1])"))
+    jobs.append(("lcs_pairs", K.lcs_pairs,
+                 "void(int32[::1], int64[::1], int32[::1], int64[::1], int64[::1], int32[::1], int64[::1])"))
+    n = 0
+    for cc in ((8, 0), (9, 0)):
+        for name, kern, sig in jobs:
+            try:
+                ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=cc)
+            except Exception as e:
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                if any(w in msg for w in ("NVVM", "NVRTC", "nvrtc", "nvvm", "libnvrtc", "DynamicLib", "CUDA_HOME")):
+                    print("SKIP no CUDA toolkit for PTX:", msg); sys.exit(3)
+                raise
+            assert f".target sm_{cc[0]}{cc[1]}" in ptx, (name, sig, cc)
+            n += 1
+    print(f"PTX OK: {n} kernel signatures for sm_80 and sm_90")
+""")
+
+
+def test_every_kernel_compiles_to_ptx_for_sm80_and_sm90():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", PTX], env=env, capture_output=True, text=True, timeout=900)
+    last = (out.stdout.strip().splitlines() or ["no output"])[-1]
+    if out.returncode == 3:
+        GPU_REPORT.append(f"PTX: skipped ({last[5:]})")
+        pytest.skip(last[5:])
+    GPU_REPORT.append(f"PTX: {last}" if out.returncode == 0 else "PTX: FAILED")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
+
+
+def test_device_argument_is_checked():
+    with pytest.raises(ValueError, match="device must be one of 'cpu', 'cuda'"):
+        tm.perplexity([[0.0, 1.0]], [1], device="tpu")
+
+
+def test_no_gpu_is_a_clear_error():
+    from numba import cuda
+
+    if cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="no usable GPU"):
+        tm.topk([[0.0, 1.0]], 1, device="cuda")
