@@ -189,6 +189,8 @@ def topk(x: Any, k: Any, largest: bool):
     rows = device_rows(x, "x", allow_f64=False)
     n, c = rows.data.shape
     k = V.check_k(k, c)
+    if c >= 1 << 31:
+        raise ValueError(f"x has {c} columns; the GPU top-k indexes rows with 32-bit integers")
     vals = cuda.device_array((n, k), rows.data.dtype)
     idx = cuda.device_array((n, k), np.int64)
     cand_key = cuda.device_array(n * k, np.int64)

@@ -119,3 +119,17 @@ def test_accumulators_take_device_arrays(rng):
     assert acc.compute() == pytest.approx(tm.perplexity(x, t), rel=1e-6)
     top = tm.metrics.TopKAccuracy(k=2).update(dev(x.reshape(-1, 30)), t.reshape(-1))
     assert top.compute() == tm.topk_accuracy(x.reshape(-1, 30), t.reshape(-1), k=2)
+
+
+def test_topk_heavy_ties_take_the_radix_path(rng):
+    """More tied candidates than the shared-memory fast path holds (8 x threads per block)."""
+    from turbometrics._kernels.cuda import CAP
+
+    n = CAP + 44
+    x = np.zeros((2, n), np.float32)
+    x[1, rng.integers(0, n, 20)] = 1.0
+    for k in (3, 30):
+        v, i = tm.topk(dev(x), k)
+        ev, ei = tm.topk(x, k)
+        np.testing.assert_array_equal(i.copy_to_host(), ei)
+        np.testing.assert_array_equal(v.copy_to_host(), ev)

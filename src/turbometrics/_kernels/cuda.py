@@ -26,6 +26,7 @@ SIM = bool(config.ENABLE_CUDASIM)
 TPB = 32 if SIM else 256          # threads per block (one block per row)
 WARPS = TPB // 32
 RADIX = 256                        # 8-bit digits in the top-k radix select
+CAP = 8 * TPB                      # top-k candidates ranked in shared memory
 FULL = 0xFFFFFFFF
 
 # widening of a stored element to the type it is compared/summed in
@@ -167,12 +168,26 @@ def kernels(widen: int) -> dict:
         def load(x, r, j):
             return float32(x[r, j])
 
+    neg = np.float64(-np.inf) if widen == WIDEN_F64 else np.float32(-np.inf)  # typed: the loop's math type
+
+    @cuda.jit(device=True, inline=True)
+    def lse_step(v, m, s, bad):
+        """Online log-sum-exp: exp in the element's math type (expf for f16/bf16/f32), sums in float64."""
+        if not (v < math.inf):  # NaN or +inf
+            bad += 1
+        elif v > m:
+            s = s * float64(math.exp(m - v)) + 1.0  # m = -inf: exp(-inf) = 0
+            m = v
+        elif v > neg:
+            s += float64(math.exp(v - m))
+        return m, s, bad
+
     @cuda.jit
     def nll_rows(x, targets, out):
         """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
 
-        Each thread keeps an online (max, sum) over its strided elements, summed in
-        float64; one block merge. NaN or +inf anywhere in the row gives NaN.
+        Each thread keeps an online (max, sum) over its strided elements, four
+        loads in flight per step; one block merge. NaN or +inf in the row gives NaN.
         """
         r = cuda.blockIdx.x
         t = targets[r]
@@ -181,18 +196,20 @@ def kernels(widen: int) -> dict:
                 out[r] = 0.0
             return
         n = x.shape[1]
-        m = -math.inf
+        m = neg
         s = 0.0
         bad = int64(0)
-        for j in range(cuda.threadIdx.x, n, TPB):
-            v = load(x, r, j)
-            if not (v < math.inf):  # NaN or +inf
-                bad += 1
-            elif v > m:
-                s = s * math.exp(m - v) + 1.0 if m > -math.inf else 1.0
-                m = v
-            elif v > -math.inf:
-                s += math.exp(v - m)
+        j = cuda.threadIdx.x
+        while j + 3 * TPB < n:
+            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + TPB), load(x, r, j + 2 * TPB), load(x, r, j + 3 * TPB)
+            m, s, bad = lse_step(v0, m, s, bad)
+            m, s, bad = lse_step(v1, m, s, bad)
+            m, s, bad = lse_step(v2, m, s, bad)
+            m, s, bad = lse_step(v3, m, s, bad)
+            j += 4 * TPB
+        while j < n:
+            m, s, bad = lse_step(load(x, r, j), m, s, bad)
+            j += TPB
         bm = cuda.shared.array(TPB, float64)
         bs = cuda.shared.array(TPB, float64)
         bi = cuda.shared.array(TPB, int64)
@@ -200,6 +217,19 @@ def kernels(widen: int) -> dict:
         M, S = _reduce_lse(float64(m), s, bm, bs)
         if cuda.threadIdx.x == 0:
             out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
+
+    @cuda.jit(device=True, inline=True)
+    def rank_step(v, j, st, nan_t, t, gt, eb, ea):
+        if nan_t:
+            eq = v != v
+        else:
+            eq = v == st
+            gt += not (v <= st)  # greater, or NaN
+        if eq and j < t:
+            eb += 1
+        elif eq and j > t:
+            ea += 1
+        return gt, eb, ea
 
     @cuda.jit
     def rank_rows(x, targets, before_ge, after_ge, out):
@@ -219,17 +249,17 @@ def kernels(widen: int) -> dict:
         gt = int64(0)
         eb = int64(0)
         ea = int64(0)
-        for j in range(cuda.threadIdx.x, n, TPB):
-            v = load(x, r, j)
-            if nan_t:
-                eq = v != v
-            else:
-                eq = v == st
-                gt += not (v <= st)
-            if eq and j < t:
-                eb += 1
-            elif eq and j > t:
-                ea += 1
+        j = cuda.threadIdx.x
+        while j + 3 * TPB < n:
+            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + TPB), load(x, r, j + 2 * TPB), load(x, r, j + 3 * TPB)
+            gt, eb, ea = rank_step(v0, j, st, nan_t, t, gt, eb, ea)
+            gt, eb, ea = rank_step(v1, j + TPB, st, nan_t, t, gt, eb, ea)
+            gt, eb, ea = rank_step(v2, j + 2 * TPB, st, nan_t, t, gt, eb, ea)
+            gt, eb, ea = rank_step(v3, j + 3 * TPB, st, nan_t, t, gt, eb, ea)
+            j += 4 * TPB
+        while j < n:
+            gt, eb, ea = rank_step(load(x, r, j), j, st, nan_t, t, gt, eb, ea)
+            j += TPB
         buf = cuda.shared.array(TPB, int64)
         gt = _reduce_i64(gt, buf)
         eb = _reduce_i64(eb, buf)
@@ -254,7 +284,7 @@ def kernels(widen: int) -> dict:
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 
-        A radix select finds the k-th key (4 passes of 8-bit digits over the row),
+        For k <= TPB, two passes (see the fast path). Otherwise a radix select finds the k-th key (4 passes of 8-bit digits over the row),
         then, when that key is tied, the cut-off index among its ties (a radix
         select over index bits); exactly k candidates are gathered and placed by
         counting the candidates ahead of each.
@@ -264,6 +294,59 @@ def kernels(widen: int) -> dict:
         n = x.shape[1]
         hist = cuda.shared.array(RADIX, int32)
         state = cuda.shared.array(4, int64)  # prefix, remaining, ties of the k-th key, count
+        if k <= TPB:
+            # Fast path: the k-th largest of the threads' maxima bounds the k-th key from
+            # below, so one more pass gathers a small superset of the answer, ranked in
+            # shared memory. Too many candidates (heavy ties) fall through to the radix select.
+            tmax = cuda.shared.array(TPB, int64)
+            ck = cuda.shared.array(CAP, int64)
+            ci = cuda.shared.array(CAP, int32)
+            mk = int64(-1)
+            j = tid
+            while j + 3 * TPB < n:
+                k0, k1 = key(x, r, j, largest), key(x, r, j + TPB, largest)
+                k2, k3 = key(x, r, j + 2 * TPB, largest), key(x, r, j + 3 * TPB, largest)
+                mk = max(mk, max(max(k0, k1), max(k2, k3)))
+                j += 4 * TPB
+            while j < n:
+                mk = max(mk, key(x, r, j, largest))
+                j += TPB
+            tmax[tid] = mk
+            if tid == 0:
+                state[3] = 0
+            cuda.syncthreads()
+            ahead = 0
+            for u in range(TPB):
+                tu = tmax[u]
+                if tu > mk or (tu == mk and u < tid):
+                    ahead += 1
+            if ahead == k - 1:  # exactly one thread
+                state[0] = mk
+            cuda.syncthreads()
+            floor = state[0]
+            j = tid
+            while j < n:
+                kk = key(x, r, j, largest)
+                if kk >= floor:
+                    c = cuda.atomic.add(state, 3, 1)
+                    if c < CAP:
+                        ck[c] = kk
+                        ci[c] = j
+                j += TPB
+            cuda.syncthreads()
+            nc = state[3]
+            if nc <= CAP:
+                for c in range(tid, nc, TPB):
+                    kc, ic = ck[c], ci[c]
+                    pos = 0
+                    for d in range(nc):
+                        if ck[d] > kc or (ck[d] == kc and ci[d] < ic):
+                            pos += 1
+                    if pos < k:
+                        idx[r, pos] = ic
+                        vals[r, pos] = x[r, ic]
+                return
+            cuda.syncthreads()
         if tid == 0:
             state[0] = 0
             state[1] = k
