@@ -1,6 +1,7 @@
 """Split a GPU metric call's time into the kernel and the Python/validation around it (GPU machine)."""
 import time
 
+import numpy as np
 import torch
 from numba import cuda
 
@@ -13,7 +14,7 @@ x = torch.randn(N, V, device="cuda") * 3
 t = torch.randint(0, V, (N,), device="cuda")
 
 
-def best(fn, n=20):
+def best(fn, n=30):
     fn()
     torch.cuda.synchronize()
     out = float("inf")
@@ -31,10 +32,25 @@ out = cuda.device_array(N, "f8")
 nll = K.kernels(rows.widen)["nll_rows"]
 rank = K.kernels(rows.widen)["rank_rows"]
 ro = cuda.device_array(N, "i8")
-print(f"nll kernel only      {best(lambda: nll[N, K.TPB](rows.data, td, out)):.3f} ms")
-print(f"tm.perplexity        {best(lambda: tm.perplexity(x, t)):.3f} ms")
-print(f"rank kernel only     {best(lambda: rank[N, K.TPB](rows.data, td, False, True, ro)):.3f} ms")
-print(f"tm.topk_accuracy     {best(lambda: tm.topk_accuracy(x, t, k=5)):.3f} ms")
-print(f"validation+transfer  {best(lambda: _gpu.device_targets(_gpu.device_rows(x, 'x'), t, None)):.3f} ms")
-print(f"tm.topk k=50         {best(lambda: tm.topk(x, 50)):.3f} ms")
-print(f"torch.sum read       {best(lambda: x.sum()):.3f} ms")
+small = torch.zeros(N, dtype=torch.float64, device="cuda")
+t64 = t.to(torch.int64)
+for name, fn in [
+    ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, td, out)),
+    ("nll kernel, torch tensors as args", lambda: nll[N, K.TPB](x, t64, small)),
+    ("tm.perplexity", lambda: tm.perplexity(x, t)),
+    ("rank kernel only", lambda: rank[N, K.TPB](rows.data, td, False, True, ro)),
+    ("tm.topk_accuracy", lambda: tm.topk_accuracy(x, t, k=5)),
+    ("device_rows", lambda: _gpu.device_rows(x, "x")),
+    ("device_targets", lambda: _gpu.device_targets(rows, t, None)),
+    ("cuda.as_cuda_array(tensor)", lambda: cuda.as_cuda_array(x)),
+    ("cuda.device_array(4096)", lambda: cuda.device_array(N, "f8")),
+    ("torch.empty(4096)", lambda: torch.empty(N, dtype=torch.float64, device="cuda")),
+    ("cuda.to_device(4096 i8)", lambda: cuda.to_device(np.zeros(N, np.int64))),
+    ("torch.from_numpy(...).cuda()", lambda: torch.from_numpy(np.zeros(N, np.int64)).cuda()),
+    ("out.copy_to_host()", lambda: out.copy_to_host()),
+    ("t.cpu()", lambda: t.cpu()),
+    ("empty kernel launch", lambda: K.lcs_pairs[1, 1](td, td, td, td, td, td, ro) if False else None),
+    ("tm.topk k=50", lambda: tm.topk(x, 50)),
+    ("torch.sum read", lambda: x.sum()),
+]:
+    print(f"{name:<36} {best(fn):.3f} ms", flush=True)
