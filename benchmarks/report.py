@@ -2,7 +2,7 @@
 
     python benchmarks/report.py            # issue-sized inputs (several GB; a few minutes)
     python benchmarks/report.py --quick    # small inputs
-    python benchmarks/report.py --json results.json   # report an earlier run
+    python benchmarks/report.py --json a.json b.json  # report earlier runs together (e.g. a GPU run)
 
 Writes benchmarks/results/report.md, a chart of the speed-ups, benchmarks/results/speedups.png
 (matplotlib), and the raw pytest-benchmark JSON beside them (not committed).
@@ -103,7 +103,8 @@ def report(data: dict) -> str:
             if gbs and info.get("peak_bytes_per_s"):  # GPU: against the card's memory bandwidth
                 gbs += f" ({100 * info['bytes'] / t / info['peak_bytes_per_s']:.0f}% of peak)"
             note = f" ({info['note']})" if info.get("note") else ""
-            lines.append(f"| {case} | {name}{note} | {t:.4f} | {rel} | {gbs} |")
+            shown = f"{t:.4f}" if t >= 0.01 else f"{t * 1e3:.3f} ms"
+            lines.append(f"| {case} | {name}{note} | {shown} | {rel} | {gbs} |")
     if memory:
         lines += ["", "| perplexity: peak memory added to the input | MiB |", "|---|---:|"]
         lines += [f"| {k} | {v:,.0f} |" for k, v in memory.items()]
@@ -118,21 +119,35 @@ def report(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load(paths: list[str]) -> dict:
+    """pytest-benchmark JSON files as one (the first file's machine info, every file's benchmarks)."""
+    data = None
+    for p in paths:
+        with open(p) as f:
+            d = json.load(f)
+        if data is None:
+            data = d
+        else:
+            data["benchmarks"] += d["benchmarks"]
+    return data
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--json", help="report this pytest-benchmark JSON instead of running the suites")
+    ap.add_argument("--json", nargs="+", help="report these pytest-benchmark JSON files instead of running "
+                                             "the suites (e.g. the CPU run and a GPU run of test_bench_gpu.py)")
     args = ap.parse_args()
     results = os.path.join(HERE, "results")
     os.makedirs(results, exist_ok=True)
-    path = args.json or os.path.join(results, "quick.json" if args.quick else "full.json")
+    paths = args.json or [os.path.join(results, "quick.json" if args.quick else "full.json")]
     if not args.json:
-        run_suite(args.quick, path)
-    with open(path) as f:
-        text = report(json.load(f))
+        run_suite(args.quick, paths[0])
+    data = _load(paths)
+    text = report(data)
     with open(os.path.join(results, "report.md"), "w") as f:
         f.write(text)
-    chart(json.load(open(path)), os.path.join(results, "speedups.png"))
+    chart(data, os.path.join(results, "speedups.png"))
     print(text)
 
 
