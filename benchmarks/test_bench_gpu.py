@@ -39,15 +39,15 @@ def sync(fn):
 _data = {}
 
 
-def data(dtype):
-    if dtype not in _data:
+def data(dtype, n=N, v=V):
+    if (dtype, n, v) not in _data:
         _data.clear()
         g = torch.Generator(device="cuda").manual_seed(0)
-        x = (torch.randn(N, V, device="cuda", generator=g) * 3).to(dtype)
-        t = torch.randint(0, V, (N,), device="cuda", generator=g)
-        t[torch.rand(N, device="cuda", generator=g) < 0.1] = -100
-        _data[dtype] = (x, t)
-    return _data[dtype]
+        x = (torch.randn(n, v, device="cuda", generator=g) * 3).to(dtype)
+        t = torch.randint(0, v, (n,), device="cuda", generator=g)
+        t[torch.rand(n, device="cuda", generator=g) < 0.1] = -100
+        _data[(dtype, n, v)] = (x, t)
+    return _data[(dtype, n, v)]
 
 
 def _acc_torch(x, t, k):
@@ -71,6 +71,10 @@ CASES = {
         "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
         "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
+    f"topk_accuracy k={K_ACC} f32, short rows": ("float32", {
+        "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+        "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
+        "read (torch.sum)": lambda x, t: float(x.sum())}, (100_000, 1000)),
     f"topk k={K_TOP} f32": ("float32", {
         "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
         "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
@@ -80,16 +84,17 @@ CASES = {
         "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
 }
-PARAMS = [(c, i) for c, (_, impls) in CASES.items() for i in impls]
+PARAMS = [(c, i) for c, (_, impls, *_shape) in CASES.items() for i in impls]
 
 
 @pytest.mark.parametrize("case,impl", PARAMS, ids=[f"{c} | {i}" for c, i in PARAMS])
 def test_gpu(benchmark, case, impl):
-    dtype, impls = CASES[case]
-    x, t = data(getattr(torch, dtype))
+    dtype, impls, *shape = CASES[case]
+    n, v = shape[0] if shape else (N, V)
+    x, t = data(getattr(torch, dtype), n, v)
     fn = impls[impl]
-    benchmark.group = f"GPU {case} ({N}, {V})"
+    benchmark.group = f"GPU {case} ({n}, {v})"
     role = "ours" if impl == "turbometrics" else "read" if impl.startswith("read") else "torch"
-    benchmark.extra_info.update(case=f"GPU {case} ({N}, {V}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
+    benchmark.extra_info.update(case=f"GPU {case} ({n}, {v}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
                                 bytes=x.numel() * x.element_size(), peak_bytes_per_s=peak_bandwidth())
     benchmark.pedantic(fn, args=(x, t), rounds=20, iterations=1, warmup_rounds=3)

@@ -40,8 +40,11 @@ PTX = textwrap.dedent("""
     for widen, types in F.items():
         ks = K.kernels(widen)
         for T in types:
-            jobs.append(("nll_rows", ks["nll_rows"], f"void({T}[:, ::1], int64[::1], float64[::1])"))
-            jobs.append(("rank_rows", ks["rank_rows"], f"void({T}[:, ::1], int64[::1], boolean, boolean, int64[::1])"))
+            for group in (K.TPB, 32):  # a block per row, a warp per row
+                g = K.kernels(widen, group)
+                jobs.append(("nll_rows", g["nll_rows"], f"void({T}[:, ::1], int64[::1], float64[::1])"))
+                jobs.append(("rank_rows", g["rank_rows"],
+                             f"void({T}[:, ::1], int64[::1], boolean, boolean, int64[::1])"))
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])"))

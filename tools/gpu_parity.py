@@ -46,4 +46,24 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
         check(f"topk {dtype} largest={largest} values vs torch.topk", torch.equal(v, tv))
         cv, ci = tm.topk(xc, 50, largest=largest)
         check(f"topk {dtype} largest={largest} indices vs CPU (exact)", torch.equal(i[rows].cpu(), ci))
+# short rows: a warp per row
+x = torch.randn(20000, 1000, device="cuda", generator=g)
+t = torch.randint(0, 1000, (20000,), device="cuda", generator=g)
+check("topk_accuracy (20000, 1000) vs CPU (exact)",
+      tm.topk_accuracy(x, t, k=(1, 5)).tolist() == tm.topk_accuracy(x.cpu(), t.cpu(), k=(1, 5)).tolist())
+check("perplexity (20000, 1000) vs CPU", abs(tm.perplexity(x, t) / tm.perplexity(x.cpu(), t.cpu()) - 1) < 1e-6)
+
+try:  # CuPy in, CuPy out
+    import cupy
+
+    xc, tcp = cupy.asarray(x[:64]), cupy.asarray(t[:64])
+    check("CuPy perplexity", abs(tm.perplexity(xc, tcp) / tm.perplexity(x[:64].cpu(), t[:64].cpu()) - 1) < 1e-6)
+    v, i = tm.topk(xc, 7)
+    check("CuPy topk gives CuPy arrays", isinstance(v, cupy.ndarray) and isinstance(i, cupy.ndarray))
+    check("CuPy topk indices vs CPU", np.array_equal(cupy.asnumpy(i), tm.topk(x[:64].cpu(), 7)[1].numpy()))
+    r = tm.target_rank(xc, tcp)
+    check("CuPy target_rank", isinstance(r, cupy.ndarray) and np.array_equal(
+        cupy.asnumpy(r), tm.target_rank(x[:64].cpu(), t[:64].cpu()).numpy()))
+except ImportError:
+    print("skip CuPy (not installed)")
 sys.exit(1 if failed else 0)

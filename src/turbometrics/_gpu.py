@@ -18,6 +18,7 @@ import numpy as np
 from . import _validate as V
 
 DEVICES = ("cpu", "cuda")
+WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
 _TORCH_DTYPES: dict = {}  # numpy dtype -> torch dtype, filled on first use
 
 
@@ -202,13 +203,22 @@ def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
     return host.view(rows.dtype) if bf16_values else host
 
 
+def _launch_rows(name: str, rows: Rows, *args) -> None:
+    """A row kernel with a warp per short row or a block per long one."""
+    _, K = _cuda()
+    n, c = rows.data.shape
+    group = 32 if c <= WARP_ROW_MAX_V else K.TPB
+    per_block = K.TPB // group
+    K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB](rows.data, *args)
+
+
 def nll(logits: Any, targets: Any, ignore_index, mask):
     """Per-row NLL on the device (float64, 0 where not counted), the counted mask, the rows."""
     cuda, K = _cuda()
     rows = device_rows(logits, "logits")
     t, counted = device_targets(rows, targets, ignore_index, mask)
     out = _empty(rows, rows.data.shape[0], np.float64)
-    K.kernels(rows.widen)["nll_rows"][rows.data.shape[0], K.TPB](rows.data, t, out)
+    _launch_rows("nll_rows", rows, t, out)
     return out, counted, rows
 
 
@@ -218,7 +228,7 @@ def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index):
     rows = device_rows(scores, "scores")
     t, counted = device_targets(rows, targets, ignore_index)
     out = _empty(rows, rows.data.shape[0], np.int64)
-    K.kernels(rows.widen)["rank_rows"][rows.data.shape[0], K.TPB](rows.data, t, before, after, out)
+    _launch_rows("rank_rows", rows, t, before, after, out)
     return out, counted, rows
 
 

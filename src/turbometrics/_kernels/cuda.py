@@ -23,7 +23,7 @@ import numpy as np
 from numba import config, cuda, float32, float64, int32, int64, uint32
 
 SIM = bool(config.ENABLE_CUDASIM)
-TPB = 32 if SIM else 256          # threads per block (one block per row)
+TPB = 64 if SIM else 256          # threads per block
 WARPS = TPB // 32
 RADIX = 256                        # 8-bit digits in the top-k radix select
 CAP = 8 * TPB                      # top-k candidates ranked in shared memory
@@ -42,40 +42,46 @@ if SIM:
     def _f32_bits(v):
         return int(np.array([v], np.float32).view(np.uint32)[0])
 
-    @cuda.jit(device=True, inline=True)
-    def _reduce_i64(v, buf):
-        """Block sum of an int64 (buf: shared int64[TPB]); every thread gets the total."""
-        t = cuda.threadIdx.x
-        buf[t] = v
-        cuda.syncthreads()
-        s = TPB // 2
-        while s > 0:
-            if t < s:
-                buf[t] += buf[t + s]
+    def _group_sum(G):
+        @cuda.jit(device=True, inline=True)
+        def gsum(v, buf):
+            """Sum over each group of G threads (buf: shared int64[TPB]); every member gets it."""
+            t = cuda.threadIdx.x
+            base, lane = t - t % G, t % G
+            buf[t] = v
             cuda.syncthreads()
-            s //= 2
-        r = buf[0]
-        cuda.syncthreads()
-        return r
+            h = G // 2
+            while h > 0:
+                if lane < h:
+                    buf[t] += buf[t + h]
+                cuda.syncthreads()
+                h //= 2
+            r = buf[base]
+            cuda.syncthreads()
+            return r
+        return gsum
 
-    @cuda.jit(device=True, inline=True)
-    def _reduce_lse(m, s, bm, bs):
-        """Block log-sum-exp merge of per-thread (max, sum of exp(v - max)); returns the block's pair."""
-        t = cuda.threadIdx.x
-        bm[t] = m
-        bs[t] = s
-        cuda.syncthreads()
-        h = TPB // 2
-        while h > 0:
-            if t < h:
-                m2, s2 = _merge(bm[t], bs[t], bm[t + h], bs[t + h])
-                bm[t] = m2
-                bs[t] = s2
+    def _group_lse(G):
+        @cuda.jit(device=True, inline=True)
+        def glse(m, s, bm, bs):
+            """Log-sum-exp merge of per-thread (max, sum exp(v - max)) over each group of G threads."""
+            t = cuda.threadIdx.x
+            base, lane = t - t % G, t % G
+            bm[t] = m
+            bs[t] = s
             cuda.syncthreads()
-            h //= 2
-        rm, rs = bm[0], bs[0]
-        cuda.syncthreads()
-        return rm, rs
+            h = G // 2
+            while h > 0:
+                if lane < h:
+                    m2, s2 = _merge(bm[t], bs[t], bm[t + h], bs[t + h])
+                    bm[t] = m2
+                    bs[t] = s2
+                cuda.syncthreads()
+                h //= 2
+            rm, rs = bm[base], bs[base]
+            cuda.syncthreads()
+            return rm, rs
+        return glse
 else:
     @cuda.jit(device=True, inline=True)
     def _bf16_to_f32(b):
@@ -86,58 +92,77 @@ else:
         return int64(cuda.libdevice.float_as_int(v)) & FULL
 
     @cuda.jit(device=True, inline=True)
-    def _reduce_i64(v, buf):
-        """Block sum: warp shuffles, then one shared slot per warp (buf: shared int64[TPB])."""
-        t = cuda.threadIdx.x
-        lane, w = t % 32, t // 32
+    def _warp_sum(v):
         off = 16
-        while off > 0:
-            v += cuda.shfl_down_sync(FULL, v, off)
+        while off > 0:  # butterfly: every lane ends with the total
+            v += cuda.shfl_xor_sync(FULL, v, off)
             off //= 2
-        if lane == 0:
-            buf[w] = v
-        cuda.syncthreads()
-        if w == 0:
-            v = buf[lane] if lane < WARPS else int64(0)
-            off = 16
-            while off > 0:
-                v += cuda.shfl_down_sync(FULL, v, off)
-                off //= 2
-            if lane == 0:
-                buf[0] = v
-        cuda.syncthreads()
-        r = buf[0]
-        cuda.syncthreads()
-        return r
+        return v
 
     @cuda.jit(device=True, inline=True)
-    def _reduce_lse(m, s, bm, bs):
-        t = cuda.threadIdx.x
-        lane, w = t % 32, t // 32
+    def _warp_lse(m, s):
         off = 16
         while off > 0:
-            m, s = _merge(m, s, cuda.shfl_down_sync(FULL, m, off), cuda.shfl_down_sync(FULL, s, off))
+            m, s = _merge(m, s, cuda.shfl_xor_sync(FULL, m, off), cuda.shfl_xor_sync(FULL, s, off))
             off //= 2
-        if lane == 0:
-            bm[w] = m
-            bs[w] = s
-        cuda.syncthreads()
-        if w == 0:
-            if lane < WARPS:
-                m, s = bm[lane], bs[lane]
-            else:
-                m, s = -math.inf, 0.0
-            off = 16
-            while off > 0:
-                m, s = _merge(m, s, cuda.shfl_down_sync(FULL, m, off), cuda.shfl_down_sync(FULL, s, off))
-                off //= 2
+        return m, s
+
+    def _group_sum(G):
+        if G == 32:
+            @cuda.jit(device=True, inline=True)
+            def wsum(v, buf):
+                return _warp_sum(v)
+            return wsum
+
+        @cuda.jit(device=True, inline=True)
+        def bsum(v, buf):
+            """Block sum: warp shuffles, then one shared slot per warp."""
+            t = cuda.threadIdx.x
+            lane, w = t % 32, t // 32
+            v = _warp_sum(v)
             if lane == 0:
-                bm[0] = m
-                bs[0] = s
-        cuda.syncthreads()
-        rm, rs = bm[0], bs[0]
-        cuda.syncthreads()
-        return rm, rs
+                buf[w] = v
+            cuda.syncthreads()
+            if w == 0:
+                v = _warp_sum(buf[lane] if lane < WARPS else int64(0))
+                if lane == 0:
+                    buf[0] = v
+            cuda.syncthreads()
+            r = buf[0]
+            cuda.syncthreads()
+            return r
+        return bsum
+
+    def _group_lse(G):
+        if G == 32:
+            @cuda.jit(device=True, inline=True)
+            def wlse(m, s, bm, bs):
+                return _warp_lse(m, s)
+            return wlse
+
+        @cuda.jit(device=True, inline=True)
+        def blse(m, s, bm, bs):
+            t = cuda.threadIdx.x
+            lane, w = t % 32, t // 32
+            m, s = _warp_lse(m, s)
+            if lane == 0:
+                bm[w] = m
+                bs[w] = s
+            cuda.syncthreads()
+            if w == 0:
+                if lane < WARPS:
+                    m, s = bm[lane], bs[lane]
+                else:
+                    m, s = -math.inf, 0.0
+                m, s = _warp_lse(m, s)
+                if lane == 0:
+                    bm[0] = m
+                    bs[0] = s
+            cuda.syncthreads()
+            rm, rs = bm[0], bs[0]
+            cuda.syncthreads()
+            return rm, rs
+        return blse
 
 
 @cuda.jit(device=True, inline=True)
@@ -153,8 +178,16 @@ def _merge(m1, s1, m2, s2):
 
 
 @lru_cache(maxsize=None)
-def kernels(widen: int) -> dict:
-    """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64)."""
+def kernels(widen: int, group: int = TPB) -> dict:
+    """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64).
+
+    ``group`` threads work on one row: TPB (a block per row, for long rows) or 32
+    (a warp per row, TPB // 32 rows per block, for short ones). ``topk_rows``
+    is always a block per row.
+    """
+    G = group
+    RPB = TPB // G  # rows per block
+    gsum, glse = _group_sum(G), _group_lse(G)
     if widen == WIDEN_BF16:
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
@@ -187,36 +220,40 @@ def kernels(widen: int) -> dict:
         """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
 
         Each thread keeps an online (max, sum) over its strided elements, four
-        loads in flight per step; one block merge. NaN or +inf in the row gives NaN.
+        loads in flight per step; one group merge. NaN or +inf in the row gives NaN.
+        Every thread reaches the merge (no early return: the simulator's merge syncs the block).
         """
-        r = cuda.blockIdx.x
-        t = targets[r]
-        if t < 0:
-            if cuda.threadIdx.x == 0:
-                out[r] = 0.0
-            return
+        tid = cuda.threadIdx.x
+        lane = tid % G
+        r = cuda.blockIdx.x * RPB + tid // G
+        rows = x.shape[0]
+        t = targets[r] if r < rows else int64(-1)
         n = x.shape[1]
         m = neg
         s = 0.0
         bad = int64(0)
-        j = cuda.threadIdx.x
-        while j + 3 * TPB < n:
-            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + TPB), load(x, r, j + 2 * TPB), load(x, r, j + 3 * TPB)
-            m, s, bad = lse_step(v0, m, s, bad)
-            m, s, bad = lse_step(v1, m, s, bad)
-            m, s, bad = lse_step(v2, m, s, bad)
-            m, s, bad = lse_step(v3, m, s, bad)
-            j += 4 * TPB
-        while j < n:
-            m, s, bad = lse_step(load(x, r, j), m, s, bad)
-            j += TPB
+        if t >= 0:
+            j = lane
+            while j + 3 * G < n:
+                v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
+                m, s, bad = lse_step(v0, m, s, bad)
+                m, s, bad = lse_step(v1, m, s, bad)
+                m, s, bad = lse_step(v2, m, s, bad)
+                m, s, bad = lse_step(v3, m, s, bad)
+                j += 4 * G
+            while j < n:
+                m, s, bad = lse_step(load(x, r, j), m, s, bad)
+                j += G
         bm = cuda.shared.array(TPB, float64)
         bs = cuda.shared.array(TPB, float64)
         bi = cuda.shared.array(TPB, int64)
-        bad = _reduce_i64(bad, bi)
-        M, S = _reduce_lse(float64(m), s, bm, bs)
-        if cuda.threadIdx.x == 0:
-            out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
+        bad = gsum(bad, bi)
+        M, S = glse(float64(m), s, bm, bs)
+        if lane == 0 and r < rows:
+            if t < 0:
+                out[r] = 0.0
+            else:
+                out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
 
     @cuda.jit(device=True, inline=True)
     def rank_step(v, j, st, nan_t, t, gt, eb, ea):
@@ -237,35 +274,35 @@ def kernels(widen: int) -> dict:
 
         ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where t < 0.
         """
-        r = cuda.blockIdx.x
-        t = targets[r]
-        if t < 0:
-            if cuda.threadIdx.x == 0:
-                out[r] = -1
-            return
+        tid = cuda.threadIdx.x
+        lane = tid % G
+        r = cuda.blockIdx.x * RPB + tid // G
+        rows = x.shape[0]
+        t = targets[r] if r < rows else int64(-1)
         n = x.shape[1]
-        st = load(x, r, t)
-        nan_t = st != st
         gt = int64(0)
         eb = int64(0)
         ea = int64(0)
-        j = cuda.threadIdx.x
-        while j + 3 * TPB < n:
-            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + TPB), load(x, r, j + 2 * TPB), load(x, r, j + 3 * TPB)
-            gt, eb, ea = rank_step(v0, j, st, nan_t, t, gt, eb, ea)
-            gt, eb, ea = rank_step(v1, j + TPB, st, nan_t, t, gt, eb, ea)
-            gt, eb, ea = rank_step(v2, j + 2 * TPB, st, nan_t, t, gt, eb, ea)
-            gt, eb, ea = rank_step(v3, j + 3 * TPB, st, nan_t, t, gt, eb, ea)
-            j += 4 * TPB
-        while j < n:
-            gt, eb, ea = rank_step(load(x, r, j), j, st, nan_t, t, gt, eb, ea)
-            j += TPB
+        if t >= 0:
+            st = load(x, r, t)
+            nan_t = st != st
+            j = lane
+            while j + 3 * G < n:
+                v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
+                gt, eb, ea = rank_step(v0, j, st, nan_t, t, gt, eb, ea)
+                gt, eb, ea = rank_step(v1, j + G, st, nan_t, t, gt, eb, ea)
+                gt, eb, ea = rank_step(v2, j + 2 * G, st, nan_t, t, gt, eb, ea)
+                gt, eb, ea = rank_step(v3, j + 3 * G, st, nan_t, t, gt, eb, ea)
+                j += 4 * G
+            while j < n:
+                gt, eb, ea = rank_step(load(x, r, j), j, st, nan_t, t, gt, eb, ea)
+                j += G
         buf = cuda.shared.array(TPB, int64)
-        gt = _reduce_i64(gt, buf)
-        eb = _reduce_i64(eb, buf)
-        ea = _reduce_i64(ea, buf)
-        if cuda.threadIdx.x == 0:
-            out[r] = gt + (eb if before_ge else 0) + (ea if after_ge else 0)
+        gt = gsum(gt, buf)
+        eb = gsum(eb, buf)
+        ea = gsum(ea, buf)
+        if lane == 0 and r < rows:
+            out[r] = -1 if t < 0 else gt + (eb if before_ge else 0) + (ea if after_ge else 0)
 
     @cuda.jit(device=True, inline=True)
     def key(x, r, j, largest):
