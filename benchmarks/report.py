@@ -78,11 +78,13 @@ def report(data: dict) -> str:
              f"{os.cpu_count()} cores, Python {m.get('python_version')}; "
              f"times are the best of the rounds (slow/ is scaled from a few rows).", ""]
     cases = defaultdict(dict)
-    memory, first, scale = {}, {}, []
+    memory, first, scale, lm = {}, {}, [], []
     for b in data["benchmarks"]:
         info = b["extra_info"]
         if info.get("kind") == "scale":
             scale.append(info)
+        elif info.get("kind") == "lm":
+            lm.append(info)
         elif info.get("kind") == "memory":
             memory[info["impl"]] = info["mib"]
         elif info.get("kind") == "first_call":
@@ -112,6 +114,10 @@ def report(data: dict) -> str:
         lines += ["", "| 1,000,000 segment pairs | implementation | time (s) | peak extra memory (MiB) |",
                   "|---|---|---:|---:|"]
         lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in scale]
+    if lm:
+        lines += ["", "| language-model perplexity (model forward included) | implementation | time (s) | "
+                  "peak extra memory (MiB) |", "|---|---|---:|---:|"]
+        lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in lm]
     if first:
         lines += ["", "| Numba kernel, first call in a fresh process | cold cache (s) | warm cache (s) |",
                   "|---|---:|---:|"]

@@ -61,3 +61,15 @@ def test_million_pairs(benchmark, case_fn, args, impl):
     res = benchmark.pedantic(_bench.measure_in_subprocess, args=(case_fn, args, impl), rounds=1, iterations=1)
     name = getattr(_bench, case_fn)(*args).name
     benchmark.extra_info.update(kind="scale", case=name, impl=impl, **res)
+
+
+LM = ("lm_case", (8192,)) if not QUICK else ("lm_case", (2048, 8000, 512, 256))
+
+
+@pytest.mark.parametrize("impl", ["turbometrics", "transformers guide loop"])
+def test_lm_perplexity_time_and_memory(benchmark, impl):
+    """lm_perplexity vs the guide's loop on the same model, each in a fresh process (time, peak extra memory)."""
+    benchmark.group = "lm_perplexity"
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=(*LM, impl), rounds=1, iterations=1)
+    name = getattr(_bench, LM[0])(*LM[1]).name
+    benchmark.extra_info.update(kind="lm", case=name, impl=impl, **res)

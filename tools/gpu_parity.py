@@ -66,4 +66,12 @@ try:  # CuPy in, CuPy out
         cupy.asnumpy(r), tm.target_rank(x[:64].cpu(), t[:64].cpu()).numpy()))
 except ImportError:
     print("skip CuPy (not installed)")
+# lm_perplexity with a CUDA model: logits go to the GPU kernel, only per-token NLL comes back
+from turbometrics._bench import _causal_lm  # noqa: E402
+
+lm = _causal_lm(5000, max_len=256)
+ids = np.random.default_rng(0).integers(0, 5000, 3000)
+cpu_ppl = tm.lm_perplexity(lm, ids, max_length=256, stride=128, batch_size=4)
+gpu_ppl = tm.lm_perplexity(lm.cuda(), ids, max_length=256, stride=128, batch_size=4)
+check("lm_perplexity CUDA model vs CPU", abs(gpu_ppl / cpu_ppl - 1) < 1e-6, f"{gpu_ppl!r} {cpu_ppl!r}")
 sys.exit(1 if failed else 0)

@@ -7,6 +7,7 @@ from . import dask, metrics  # tm.dask imports Dask only when called
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
+from .lm_perplexity import lm_perplexity
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
 from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, lcs_length, prepare_references, rouge, segment_bleu,
@@ -18,7 +19,7 @@ __all__ = [
     "metrics", "dask",
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
-    "perplexity_from_nll",
+    "perplexity_from_nll", "lm_perplexity",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",

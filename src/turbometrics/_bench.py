@@ -304,6 +304,61 @@ def bootstrap_scale_case(n: int, n_resamples: int = 1000) -> Case:
     return c
 
 
+def _causal_lm(vocab: int, dim: int = 64, max_len: int = 1024):
+    """A small causal, position-dependent torch LM (running mean of embeddings, then a vocab projection)."""
+    torch = _torch()
+
+    class LM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.tok, self.pos = torch.nn.Embedding(vocab, dim), torch.nn.Embedding(max_len, dim)
+            self.out = torch.nn.Linear(dim, vocab)
+
+        def forward(self, ids):
+            pos = torch.arange(ids.shape[1], device=ids.device)
+            h = self.tok(ids) + self.pos(pos)[None]
+            return self.out(torch.tanh(h.cumsum(1) / (pos + 1)[None, :, None]))
+    return LM().eval()
+
+
+def lm_case(n_tokens: int = 8192, vocab: int = 50257, max_length: int = 1024, stride: int = 512) -> Case:
+    """lm_perplexity against the transformers guide's loop (one window per forward, mean loss per window)."""
+    def setup():
+        return {"model": _causal_lm(vocab, max_len=max_length),
+                "ids": np.random.default_rng(0).integers(0, vocab, n_tokens)}
+
+    c = Case(f"lm_perplexity, {n_tokens:,} tokens, windows {max_length}/{stride}, V={vocab:,}", setup)
+    c.impls["turbometrics"] = Impl(lambda d: tm.lm_perplexity(d["model"], d["ids"], max_length, stride,
+                                                              batch_size=1), "ours")
+
+    def guide(d):
+        torch = _torch()
+        F = torch.nn.functional
+        ids = torch.from_numpy(d["ids"])[None]
+        nll_sum, n_tokens_, prev_end = 0.0, 0, 0
+        for begin in range(0, ids.size(1), stride):
+            end = min(begin + max_length, ids.size(1))
+            trg_len = end - prev_end
+            inp = ids[:, begin:end]
+            target = inp.clone()
+            target[:, :-trg_len] = -100
+            with torch.no_grad():
+                logits = d["model"](inp)
+                loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)).float(),
+                                       target[:, 1:].reshape(-1), ignore_index=-100)  # what HF's loss does
+            n = int((target != -100).sum()) - target.size(0)
+            nll_sum += float(loss) * n
+            n_tokens_ += n
+            prev_end = end
+            if end == ids.size(1):
+                break
+        return float(np.exp(nll_sum / n_tokens_))
+    if have("torch"):
+        c.impls["transformers guide loop"] = Impl(guide, "torch")
+    return c
+
+
 def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
     """The benchmark cases; with ``data_dir`` (the shared test data) also the WMT17 data tiled."""
     real = [corpus_bleu_case(5000 if quick else 100000, data_dir)] if data_dir else []
