@@ -215,6 +215,14 @@ def kernels(widen: int, group: int = TPB) -> dict:
             s += float64(math.exp(v - m))
         return m, s, bad
 
+    @cuda.jit(device=True, inline=True)
+    def row_of(x, targets):
+        """This thread's lane in its group, its row, the row count, the row's target (-1 past the end), V."""
+        tid = cuda.threadIdx.x
+        r = cuda.blockIdx.x * RPB + tid // G
+        rows = x.shape[0]
+        return tid % G, r, rows, (targets[r] if r < rows else int64(-1)), x.shape[1]
+
     @cuda.jit
     def nll_rows(x, targets, out):
         """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
@@ -223,12 +231,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
         loads in flight per step; one group merge. NaN or +inf in the row gives NaN.
         Every thread reaches the merge (no early return: the simulator's merge syncs the block).
         """
-        tid = cuda.threadIdx.x
-        lane = tid % G
-        r = cuda.blockIdx.x * RPB + tid // G
-        rows = x.shape[0]
-        t = targets[r] if r < rows else int64(-1)
-        n = x.shape[1]
+        lane, r, rows, t, n = row_of(x, targets)
         m = neg
         s = 0.0
         bad = int64(0)
@@ -274,12 +277,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
 
         ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where t < 0.
         """
-        tid = cuda.threadIdx.x
-        lane = tid % G
-        r = cuda.blockIdx.x * RPB + tid // G
-        rows = x.shape[0]
-        t = targets[r] if r < rows else int64(-1)
-        n = x.shape[1]
+        lane, r, rows, t, n = row_of(x, targets)
         gt = int64(0)
         eb = int64(0)
         ea = int64(0)
