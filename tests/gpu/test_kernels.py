@@ -133,3 +133,18 @@ def test_topk_heavy_ties_take_the_radix_path(rng):
         ev, ei = tm.topk(x, k)
         np.testing.assert_array_equal(i.copy_to_host(), ei)
         np.testing.assert_array_equal(v.copy_to_host(), ev)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # the simulator's numpy sees inf - inf
+def test_token_nll_long_rows(rng, row_kernel):
+    """Rows long enough for the four-at-a-time step, with -inf runs, a late maximum, NaN and +inf."""
+    x = scores(rng, (5, 300))
+    x[1, :200] = -np.inf       # a thread's first steps see only -inf
+    x[2, 290] = 40.0           # the maximum arrives late: rescaling
+    x[3, 250] = np.inf
+    x[4, 10] = np.nan
+    t = rng.integers(200, 300, 5)
+    got = tm.token_nll(dev(x), dev(t)).copy_to_host()
+    expect = tm.token_nll(x, t)
+    np.testing.assert_allclose(got[:3], expect[:3], rtol=1e-6)
+    assert np.isnan(got[3]) and np.isnan(got[4]) and np.isnan(expect[3]) and np.isnan(expect[4])
