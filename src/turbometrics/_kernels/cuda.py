@@ -216,19 +216,6 @@ def kernels(widen: int, group: int = TPB) -> dict:
         return m, s, bad
 
     @cuda.jit(device=True, inline=True)
-    def lse_step4(v0, v1, v2, v3, m, s, bad):
-        """Four elements at once: one max test, four exps summed in the math type, one float64 add
-        (half the instructions of four single steps; the kernel is compute-bound on bf16)."""
-        bad += (not (v0 < math.inf)) + (not (v1 < math.inf)) + (not (v2 < math.inf)) + (not (v3 < math.inf))
-        mx = max(max(v0, v1), max(v2, v3))
-        if mx > m:
-            s = s * float64(math.exp(m - mx))  # m = -inf: exp(-inf) = 0
-            m = mx
-        if m > neg:  # else all seen so far are -inf: they add exactly 0
-            s += float64(math.exp(v0 - m) + math.exp(v1 - m) + math.exp(v2 - m) + math.exp(v3 - m))
-        return m, s, bad
-
-    @cuda.jit(device=True, inline=True)
     def row_of(x, targets):
         """This thread's lane in its group, its row, the row count, the row's target (-1 past the end), V."""
         tid = cuda.threadIdx.x
@@ -251,8 +238,11 @@ def kernels(widen: int, group: int = TPB) -> dict:
         if t >= 0:
             j = lane
             while j + 3 * G < n:
-                m, s, bad = lse_step4(load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G),
-                                      load(x, r, j + 3 * G), m, s, bad)
+                v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
+                m, s, bad = lse_step(v0, m, s, bad)
+                m, s, bad = lse_step(v1, m, s, bad)
+                m, s, bad = lse_step(v2, m, s, bad)
+                m, s, bad = lse_step(v3, m, s, bad)
                 j += 4 * G
             while j < n:
                 m, s, bad = lse_step(load(x, r, j), m, s, bad)
