@@ -75,19 +75,15 @@ def _with_test(signature: str, fields: str) -> str:
 
 
 def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict]:
-    """sacrebleu's ``Score.format`` as text and as a JSON dict."""
-    sc = f"{score.score:.{width}f}"
-    d: dict[str, Any] = {"name": score.name, "score": float(sc), "signature": signature}
+    """sacrebleu's score line (``Score.format``) and its JSON fields."""
+    pair = None if ci is None else (ci.mean, ci.ci)
+    text = score.format(width, signature=signature, ci=pair)
+    d: dict[str, Any] = {"name": score.name, "score": float(f"{score.score:.{width}f}"), "signature": signature}
     if ci is not None:
         mean, var = f"{ci.mean:.{width}f}", f"{ci.ci:.{width}f}"
-        conf = f"μ = {mean} ± {var}"
-        sc += f" ({conf})"
-        d.update(confidence_mean=float(mean), confidence_var=float(var), confidence=conf)
-    text = f"{score.name}|{signature} = {sc}"
-    verbose = getattr(score, "verbose", "")
-    if verbose:
-        text += f" {verbose}"
-        d["verbose_score"] = verbose
+        d.update(confidence_mean=float(mean), confidence_var=float(var), confidence=f"μ = {mean} ± {var}")
+    if score.verbose:
+        d["verbose_score"] = score.verbose
     for field in signature.split("|"):
         key, value = field.split(":")
         d[key] = value

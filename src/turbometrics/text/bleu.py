@@ -21,8 +21,31 @@ SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
 SMOOTH = {"none": (0, None), "floor": (1, 0.1), "add-k": (2, 1), "exp": (3, None)}
 
 
-@dataclass(frozen=True)
-class BLEUScore:
+class ScoreText:
+    """sacrebleu's ``Score.format``: ``NAME|signature = 12.34 (μ = 12.30 ± 0.60) <verbose>``."""
+
+    verbose = ""  # the detail after the score (BLEU's precisions and lengths)
+
+    def format(self, width: int = 2, score_only: bool = False, signature: str = "",
+               ci: tuple[float, float] | None = None) -> str:
+        """``ci``: a bootstrap (mean, half-width), printed as sacrebleu prints ``--confidence``."""
+        sc = f"{self.score:.{width}f}"
+        if ci is not None:
+            sc += f" (μ = {ci[0]:.{width}f} ± {ci[1]:.{width}f})"
+        if score_only:
+            return sc
+        head = f"{self.name}|{signature}" if signature else self.name
+        return f"{head} = {sc}" + (f" {self.verbose}" if self.verbose else "")
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def __repr__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True, repr=False)
+class BLEUScore(ScoreText):
     """A BLEU score and its statistics, printed the way sacrebleu prints them."""
 
     score: float
@@ -46,20 +69,6 @@ class BLEUScore:
         prec = "/".join(f"{p:.1f}" for p in self.precisions)
         return (f"{prec} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} "
                 f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})")
-
-    def format(self, width: int = 2, score_only: bool = False, signature: str = "") -> str:
-        """``BLEU = 16.34 66.7/20.0/12.5/8.3 (BP = 0.846 ratio = 0.857 hyp_len = 6 ref_len = 7)``."""
-        sc = f"{self.score:.{width}f}"
-        if score_only:
-            return sc
-        head = f"{self.name}|{signature}" if signature else self.name
-        return f"{head} = {sc} {self.verbose}"
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def __repr__(self) -> str:
-        return self.format()
 
 
 def _options(tokenize, smooth_method, smooth_value, max_ngram_order):

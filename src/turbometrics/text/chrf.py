@@ -14,12 +14,12 @@ import numpy as np
 
 from .. import _validate as V
 from .._ext import _text
-from .bleu import SACREBLEU_VERSION
+from .bleu import SACREBLEU_VERSION, ScoreText
 from .tokenizers import nrefs_label
 
 
-@dataclass(frozen=True)
-class CHRFScore:
+@dataclass(frozen=True, repr=False)
+class CHRFScore(ScoreText):
     """A chrF score, printed the way sacrebleu prints it (``chrF2++ = 49.12``)."""
 
     score: float
@@ -31,19 +31,6 @@ class CHRFScore:
     @property
     def name(self) -> str:
         return f"chrF{self.beta}" + "+" * self.word_order
-
-    def format(self, width: int = 2, score_only: bool = False, signature: str = "") -> str:
-        sc = f"{self.score:.{width}f}"
-        if score_only:
-            return sc
-        head = f"{self.name}|{signature}" if signature else self.name
-        return f"{head} = {sc}"
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def __repr__(self) -> str:
-        return self.format()
 
 
 def _options(char_order, word_order, beta):
