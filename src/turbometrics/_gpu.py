@@ -92,7 +92,7 @@ class Rows:
         return self.data.shape[1]
 
 
-def device_rows(x: Any, name: str, allow_f64: bool = True) -> Rows:
+def device_rows(x: Any, name: str) -> Rows:
     """Validate a float (N, C) or (B, T, C) array and view it on the device as (rows, C)."""
     cuda, K = _cuda()
     if V._is_torch(x):
@@ -106,8 +106,6 @@ def device_rows(x: Any, name: str, allow_f64: bool = True) -> Rows:
         if t.is_complex() or not (t.is_floating_point()):
             raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
         lead, c = _shape(tuple(t.shape), name)
-        if t.dtype == torch.float64 and not allow_f64:
-            raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
         t = t.reshape(-1, c)
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
@@ -120,16 +118,12 @@ def device_rows(x: Any, name: str, allow_f64: bool = True) -> Rows:
         if dt not in (np.float16, np.float32, np.float64):
             raise TypeError(f"{name} must hold float16, float32 or float64 on the GPU (bfloat16 via torch), "
                             f"got {dt}")
-        if dt == np.float64 and not allow_f64:
-            raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
         lead, c = _shape(tuple(d.shape), name)
         if not d.is_c_contiguous():
             raise ValueError(f"{name} must be C-contiguous on the GPU")
         return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False)
     a = V.as_array(x, name)  # host input with device="cuda"
     V.require_float(a, name)
-    if a.code == V.F64 and not allow_f64:
-        raise TypeError(f"{name}: float64 is not supported on the GPU here; use device='cpu'")
     lead, c = _shape(a.data.shape, name)
     host = np.ascontiguousarray(a.data.reshape(-1, c))
     widen = K.WIDEN_BF16 if a.code == V.BF16 else K.WIDEN_F64 if a.code == V.F64 else K.WIDEN_F32
@@ -235,7 +229,9 @@ def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index):
 def topk(x: Any, k: Any, largest: bool):
     """Top-k values and indices per row on the device (last axis only)."""
     cuda, K = _cuda()
-    rows = device_rows(x, "x", allow_f64=False)
+    rows = device_rows(x, "x")
+    if rows.widen == K.WIDEN_F64:
+        raise TypeError("x: float64 top-k is not supported on the GPU; use device='cpu'")
     n, c = rows.data.shape
     k = V.check_k(k, c)
     if c >= 1 << 31:

@@ -202,6 +202,12 @@ def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 
     samples = _resampled_scores(plan, n_resamples, seed, threads)
     low, high = _order_interval(samples, confidence)
     mean = _fsum_mean(samples)
+    return _intervals(plan, mean, low, high, n_resamples, confidence, seed, mode)
+
+
+def _intervals(plan: Plan, mean: np.ndarray, low: np.ndarray, high: np.ndarray, n_resamples: int,
+               confidence: float, seed: Any, mode: str) -> Any:
+    """Per-column estimates packed in the accumulator's result shape (``plan.wrap``)."""
     return plan.wrap(lambda cols, cast: ConfidenceInterval(
         cast(plan.point[cols]), cast(mean[cols]), cast(0.5 * (high[cols] - low[cols])), cast(low[cols]),
         cast(high[cols]), n_resamples, confidence, seed, mode))
@@ -243,9 +249,7 @@ def _rouge_score_ci(plan: Plan, n_resamples: int, confidence: float, seed: Any) 
             means[i, :] = np.mean(matrix[rs.choice(np.arange(n), size=n), :], axis=0)
         bounds.append(np.percentile(means, q, axis=0))
     low, mid, high = (np.concatenate([b[j] for b in bounds]) for j in range(3))
-    return plan.wrap(lambda cols, cast: ConfidenceInterval(
-        cast(plan.point[cols]), cast(mid[cols]), cast(0.5 * (high[cols] - low[cols])), cast(low[cols]),
-        cast(high[cols]), n_resamples, confidence, seed, "rouge_score"))
+    return _intervals(plan, mid, low, high, n_resamples, confidence, seed, "rouge_score")
 
 
 def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resamples: int | None = None,
