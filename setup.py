@@ -8,7 +8,9 @@ import tempfile
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-OPT = ["-O3", "-g0", "-std=c++17", "-Wno-psabi"]
+# -ffp-contract=off: no fused multiply-adds behind our back, so every SIMD path
+# (and every compiler) rounds the same operations and gives the same bits.
+OPT = ["-O3", "-g0", "-std=c++17", "-ffp-contract=off", "-Wno-psabi"]
 
 
 def _has_openmp() -> bool:
@@ -25,9 +27,11 @@ def _has_openmp() -> bool:
             return False
 
 
-omp = ["-fopenmp"] if _has_openmp() else []
+# TURBOMETRICS_OPENMP=0 builds without OpenMP even where the compiler has it (as on a Mac).
+want_omp = os.environ.get("TURBOMETRICS_OPENMP", "1").strip().lower() not in ("0", "false", "no", "off")
+omp = ["-fopenmp"] if want_omp and _has_openmp() else []
 if not omp:
-    print("turbometrics: compiler lacks OpenMP; kernels will run on one thread", file=sys.stderr)
+    print("turbometrics: building without OpenMP; kernels run on a std::thread pool", file=sys.stderr)
 
 extensions = [
     Extension(
@@ -35,7 +39,8 @@ extensions = [
         ["src/turbometrics/_ext/_dense.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/dense.hpp"],
+        depends=["src/turbometrics/_ext/dense.hpp", "src/turbometrics/_ext/dense_kernels.hpp",
+                 "src/turbometrics/_ext/parallel.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),
@@ -45,7 +50,8 @@ extensions = [
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
         depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/unicode_tables.hpp",
-                 "src/turbometrics/_ext/rouge.hpp", "src/turbometrics/_ext/porter.hpp"],
+                 "src/turbometrics/_ext/rouge.hpp", "src/turbometrics/_ext/porter.hpp",
+                 "src/turbometrics/_ext/parallel.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),

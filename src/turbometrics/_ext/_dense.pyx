@@ -5,7 +5,12 @@
 The callers in turbometrics (through ``_validate``) guarantee the values
 (target ranges, k <= V); these wrappers re-check only the structure that the
 C++ code would otherwise trust blindly (dimensions, strides, lengths).
+
+The SIMD path is chosen on first use: the best this CPU runs, or the one
+named by the TURBOMETRICS_SIMD environment variable.
 """
+import os
+
 import numpy as np
 from libc.stdint cimport int64_t, uintptr_t
 
@@ -18,6 +23,71 @@ cdef extern from "dense.hpp" namespace "tmk":
     void c_topk_rows "tmk::topk_rows"(const Rows x, int code, int64_t itemsize, int64_t k,
                                       bint largest, bint sorted, char* out_v, int64_t* out_i,
                                       int nthreads) nogil
+    int N_PATHS
+    bint path_supported(int i)
+    const char* path_name(int i)
+    void use_path(int i)
+
+cdef extern from "parallel.hpp" namespace "tmp":
+    const char* BACKEND
+    int max_threads()
+
+PATHS = tuple(path_name(i).decode() for i in range(N_PATHS))
+"""SIMD paths compiled into this build, best first."""
+SUPPORTED = tuple(p for i, p in enumerate(PATHS) if path_supported(i))
+"""The paths this CPU can run, best first."""
+THREADING = BACKEND.decode()
+"""How the kernels run in parallel: "OpenMP" or "std::thread pool"."""
+MAX_THREADS = max_threads()
+
+cdef object _active = None   # the path in use, once chosen
+cdef object _error = None    # why none could be chosen
+
+
+def choose_path(requested=None):
+    """The SIMD path to use: ``requested`` (default: $TURBOMETRICS_SIMD), or the best supported.
+
+    Returns the path's name; raises RuntimeError for an unknown name or a path
+    this CPU cannot run. "baseline" always names the lowest path of the build.
+    """
+    if requested is None:
+        requested = os.environ.get("TURBOMETRICS_SIMD", "")
+    name = requested.strip().lower()
+    if name in ("", "best", "auto"):
+        name = SUPPORTED[0]
+    elif name == "baseline":
+        name = PATHS[len(PATHS) - 1]
+    if name not in PATHS:
+        raise RuntimeError(f"TURBOMETRICS_SIMD={requested!r} is not a SIMD path of this build; "
+                           f"choose one of {', '.join(PATHS)} (or leave it unset for the best this CPU runs)")
+    if name not in SUPPORTED:
+        raise RuntimeError(f"TURBOMETRICS_SIMD={requested!r}: this CPU cannot run the {name} path; "
+                           f"it runs {', '.join(SUPPORTED)}")
+    return name
+
+
+def set_path(name):
+    """Make ``name`` (a path this CPU runs) the one the kernels use; returns it."""
+    global _active, _error
+    name = choose_path(name)
+    use_path(PATHS.index(name))
+    _active, _error = name, None
+    return name
+
+
+def active_path():
+    """The path in use, choosing it on first call; RuntimeError if TURBOMETRICS_SIMD is bad."""
+    global _active, _error
+    if _active is None:
+        if _error is None:
+            try:
+                set_path(None)
+            except RuntimeError as e:
+                _error = e
+        if _error is not None:
+            raise RuntimeError(str(_error))
+    return _active
+
 
 cdef Rows _rows(object x, int code) except *:
     """Describe a (B, T, V) ndarray whose last axis is contiguous."""
@@ -36,6 +106,7 @@ def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
     """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,); rows whose target is < 0 give 0."""
     if not 0 <= code <= 3:
         raise ValueError("token NLL needs floating-point logits")
+    active_path()
     cdef Rows r = _rows(x, code)
     if targets.shape[0] != r.B * r.T:
         raise ValueError("targets must hold one entry per row")
@@ -53,6 +124,7 @@ def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
 
 def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):
     """The k best entries of each row of ``x`` (B, T, V): raw values (B*T, k) of x's dtype, int64 indices."""
+    active_path()
     cdef Rows r = _rows(x, code)
     if not (1 <= k <= r.V):
         raise ValueError("k must be in [1, V]")

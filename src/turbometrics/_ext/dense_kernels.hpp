@@ -1,0 +1,325 @@
+// Dense row kernels, written once for any vector width: fused log-softmax +
+// gather (token NLL) and partial top-k selection.
+//
+// dense.hpp includes this file once per SIMD path, inside that path's
+// namespace (tmk::avx512, tmk::avx2, ...), with TM_VEC_BYTES set to the path's
+// register width and its target attributes in force: each path gets code at
+// its own width (GCC lowers wider generic vectors piece by piece, sometimes
+// element by element). No include guard, on purpose; everything it needs is
+// included by dense.hpp first. The Python layer validates shapes, strides,
+// dtypes and target ranges before anything here runs.
+
+constexpr int VB = TM_VEC_BYTES;
+
+// ---------------------------------------------------------------- packs
+// A pack is STEP bytes held in U registers of this path and processed in
+// lockstep: U independent exp chains are in flight (the polynomial is a long
+// dependency chain), and the logical lanes (32 floats, 16 doubles) are the same
+// on every path, so sums have the same bits on every path and thread count.
+constexpr int STEP = 128;
+constexpr int U = STEP / VB;
+
+template <class K> struct Vec;
+template <> struct Vec<float> {
+  typedef float V __attribute__((vector_size(VB)));
+  typedef float Unaligned __attribute__((vector_size(VB), aligned(alignof(float)), may_alias));
+  typedef uint32_t I __attribute__((vector_size(VB)));
+};
+template <> struct Vec<double> {
+  typedef double V __attribute__((vector_size(VB)));
+  typedef double Unaligned __attribute__((vector_size(VB), aligned(alignof(double)), may_alias));
+  typedef uint64_t I __attribute__((vector_size(VB)));
+};
+
+template <class K> struct Pack {
+  typedef typename Vec<K>::V V;
+  static constexpr int LANES = STEP / (int)sizeof(K);  // logical lanes
+  static constexpr int PER = VB / (int)sizeof(K);      // lanes per register
+  V v[U];
+  K lane(int l) const { return v[l / PER][l % PER]; }
+};
+
+#define TM_PACK_OP(OP)                                                                  \
+  template <class K> static TM_INLINE Pack<K> operator OP(const Pack<K>& a, const Pack<K>& b) { \
+    Pack<K> r;                                                                          \
+    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b.v[q];                              \
+    return r;                                                                           \
+  }                                                                                     \
+  template <class K> static TM_INLINE Pack<K> operator OP(const Pack<K>& a, K b) {      \
+    Pack<K> r;                                                                          \
+    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b;                                   \
+    return r;                                                                           \
+  }
+TM_PACK_OP(+)
+TM_PACK_OP(-)
+TM_PACK_OP(*)
+#undef TM_PACK_OP
+
+template <class K> static TM_INLINE Pack<K> splat(K c) {
+  Pack<K> r;
+  for (int q = 0; q < U; ++q) r.v[q] = typename Vec<K>::V{} + c;
+  return r;
+}
+template <class K> static TM_INLINE Pack<K> load(const K* p) {
+  Pack<K> r;  // register by register: one unaligned load each (a memcpy went through the stack)
+  for (int q = 0; q < U; ++q) r.v[q] = *reinterpret_cast<const typename Vec<K>::Unaligned*>(p + q * Pack<K>::PER);
+  return r;
+}
+// a > b ? a : b lane by lane (NaN in a is dropped), and the min likewise.
+template <class K> static TM_INLINE Pack<K> vmax(const Pack<K>& a, const Pack<K>& b) {
+  Pack<K> r;
+  for (int q = 0; q < U; ++q) r.v[q] = a.v[q] > b.v[q] ? a.v[q] : b.v[q];
+  return r;
+}
+template <class K> static TM_INLINE Pack<K> vmin(const Pack<K>& a, const Pack<K>& b) {
+  Pack<K> r;
+  for (int q = 0; q < U; ++q) r.v[q] = a.v[q] < b.v[q] ? a.v[q] : b.v[q];
+  return r;
+}
+// Raise lanes below c to c; NaN stays NaN.
+template <class K> static TM_INLINE Pack<K> floor_at(const Pack<K>& a, K c) {
+  Pack<K> r;
+  for (int q = 0; q < U; ++q) r.v[q] = a.v[q] < c ? typename Vec<K>::V{} + c : a.v[q];
+  return r;
+}
+
+// ---------------------------------------------------------------- exp
+// e^d for d <= 0 (d = logit - block max) and d >= LOW (callers clamp when a
+// block reaches below). Only + - * (no FMA, and setup.py turns contraction
+// off), so every path gives the same bits. NaN in, NaN out.
+template <class K> struct Exp;
+template <> struct Exp<float> {
+  static constexpr float LOW = -87.0f;  // e^LOW is still a normal float
+  // 2^t, t = d log2(e): t = n + f, |f| <= 1/2; 2^f by a degree-5 polynomial
+  // (relative error 1.6e-7 with float rounding), 2^n built in the exponent bits.
+  // The rounding constant 1.5*2^23 + 127 leaves n + 127 in big's low mantissa
+  // bits, and shifting big's bits left by 23 drops everything else.
+  static TM_INLINE Pack<float> of(const Pack<float>& d) {
+    const float MAGIC = 12582912.0f + 127.0f;
+    Pack<float> t = d * 1.44269504088896341f;
+    Pack<float> big = t + MAGIC;
+    Pack<float> f = t - (big - MAGIC);
+    Pack<float> p = f * 1.3264719163998961e-3f + 9.671513922512531e-3f;
+    p = p * f + 5.550733953714371e-2f;
+    p = p * f + 2.4022242426872253e-1f;
+    p = p * f + 6.931470036506653e-1f;
+    p = p * f + 1.0f;
+    Pack<float> r;
+    for (int q = 0; q < U; ++q) r.v[q] = p.v[q] * (typename Vec<float>::V)((typename Vec<float>::I)big.v[q] << 23);
+    return r;
+  }
+};
+template <> struct Exp<double> {
+  static constexpr double LOW = -708.0;
+  // Cody-Waite reduction d = n ln2 + r, |r| <= ln2/2, then the Taylor series to
+  // degree 13 (truncation < 1e-17); 2^n in the exponent bits as for float.
+  static TM_INLINE Pack<double> of(const Pack<double>& d) {
+    const double MAGIC = 6755399441055744.0 + 1023.0;
+    Pack<double> big = d * 1.4426950408889634074 + MAGIC;
+    Pack<double> n = big - MAGIC;
+    Pack<double> r = d - n * 6.93145751953125e-1;
+    r = r - n * 1.42860682030941723212e-6;
+    Pack<double> p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r * r + r + 1.0;
+    Pack<double> out;
+    for (int q = 0; q < U; ++q) out.v[q] = p.v[q] * (typename Vec<double>::V)((typename Vec<double>::I)big.v[q] << 52);
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------- token NLL
+// A block stays in L1 between its max pass and its exp-sum pass, so the row is
+// read from memory once.
+constexpr int BLOCK = 2048;
+
+// Sum of e^(p[i] - m) over a block of n elements (a multiple of the pack), in
+// float lanes (at most BLOCK / LANES terms each), then the lanes in order in double.
+// Meanwhile the next block (source elements at `next`) is prefetched, so memory
+// streams while the exps are computed (nothing misses here for a prefetcher to see).
+template <class K, bool CLAMP, class S>
+static TM_INLINE double block_sum_exp(const K* p, int n, K m, const S* next) {
+  constexpr int W = Pack<K>::LANES;
+  constexpr int LINES = (int)(W * sizeof(S) + 63) / 64;
+  Pack<K> acc = splat<K>(K(0));
+  for (int i = 0; i < n; i += W) {
+    for (int c = 0; c < LINES; ++c) __builtin_prefetch(reinterpret_cast<const char*>(next + i) + 64 * c);
+    Pack<K> d = load(p + i) - m;
+    if (CLAMP) d = floor_at(d, Exp<K>::LOW);
+    acc = acc + Exp<K>::of(d);
+  }
+  double s = 0.0;
+  for (int l = 0; l < W; ++l) s += (double)acc.lane(l);
+  return s;
+}
+
+// Fold one block into the row's running (max M, sum S of e^(x - M)); false if
+// the block holds +inf or NaN.
+template <class K, class Src>
+static TM_INLINE bool block_lse(const K* p, int n, const Src* next, double& M, double& S) {
+  constexpr int W = Pack<K>::LANES;
+  const K inf = std::numeric_limits<K>::infinity();
+  Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
+  for (int i = 0; i < n; i += W) {
+    Pack<K> v = load(p + i);
+    hi = vmax(v, hi);  // NaN lanes are dropped here and caught by the sum
+    lo = vmin(v, lo);
+  }
+  K m = hi.lane(0), mn = lo.lane(0);
+  for (int l = 1; l < W; ++l) {
+    m = hi.lane(l) > m ? hi.lane(l) : m;
+    mn = lo.lane(l) < mn ? lo.lane(l) : mn;
+  }
+  if (m == inf) return false;
+  if (m == -inf) {  // only -inf and NaN: adds exactly 0 unless a NaN hides here
+    for (int i = 0; i < n; ++i)
+      if (p[i] != p[i]) return false;
+    return true;
+  }
+  // Clamping costs two operations per register: skip it when no element needs it.
+  double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(p, n, m, next) : block_sum_exp<K, true>(p, n, m, next);
+  if (s != s) return false;
+  double dm = (double)m;
+  if (dm > M) { S = S * std::exp(M - dm) + s; M = dm; }
+  else S += s * std::exp(dm - M);
+  return true;
+}
+
+// Sum of e^x over a row of 16-bit values from the table, in 8 double lanes
+// (element i in lane i % 8) added in a fixed order: the same bits on every path.
+static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const double* table) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= V; i += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += table[x[i + l]];
+  for (int l = 0; i < V; ++i, ++l) acc[l] += table[x[i]];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+template <class L>
+static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
+  using S = typename L::S; using K = typename L::K;
+  constexpr int W = Pack<K>::LANES;
+  const S* x = reinterpret_cast<const S*>(row);
+  if constexpr (sizeof(S) == 2) {
+    // No max shift is needed while the sum stays a normal double: terms lost to
+    // underflow are below 2^-1022 each, so below 2^-100 of a sum >= 2^-900.
+    // Otherwise (a logit > 709, all logits < -620, NaN or +inf) the general path decides.
+    double s = table_sum(x, V, exp_table<L>());
+    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) return std::log(s) - (double)L::get(x[target]);
+  }
+  double M = -std::numeric_limits<double>::infinity(), sum = 0.0;
+  alignas(64) K buf[BLOCK];
+  for (int64_t j = 0; j < V; j += BLOCK) {
+    int n = (int)std::min<int64_t>(BLOCK, V - j);
+    int padded = (n + W - 1) / W * W;
+    const K* p = buf;
+    if constexpr (std::is_same_v<S, K>) {
+      if (n == padded) p = x + j;
+      else std::memcpy(buf, x + j, n * sizeof(K));
+    } else {
+      for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
+    }
+    // -inf padding: e^(-inf - m) is clamped to e^LOW, below 1e-37 of the row sum (>= 1).
+    for (int i = n; i < padded; ++i) buf[i] = -std::numeric_limits<K>::infinity();
+    // The prefetch runs past the row's end into the next row (prefetches never fault).
+    if (!block_lse<K>(p, padded, x + j + n, M, sum)) return std::numeric_limits<double>::quiet_NaN();
+  }
+  return (M + std::log(sum)) - (double)L::get(x[target]);
+}
+
+static double nll_f16(const char* r, int64_t V, int64_t t) { return row_nll<LoadF16>(r, V, t); }
+static double nll_bf16(const char* r, int64_t V, int64_t t) { return row_nll<LoadBF16>(r, V, t); }
+static double nll_f32(const char* r, int64_t V, int64_t t) { return row_nll<LoadId<float>>(r, V, t); }
+static double nll_f64(const char* r, int64_t V, int64_t t) { return row_nll<LoadId<double>>(r, V, t); }
+
+// ---------------------------------------------------------------- top-k
+// Could v displace the current k-th candidate? A superset test (NaN passes),
+// refined by the exact order in nth_element. An equal value never passes:
+// scanned later, it has a higher index than every kept one.
+template <class K, bool LARGEST> static TM_INLINE int may_enter(K v, K thr) {
+  if constexpr (std::is_floating_point_v<K>) return LARGEST ? !(v <= thr) : !(v >= thr);
+  else return LARGEST ? v > thr : v < thr;
+}
+
+// Measured on (512, 128256) f32, k=50, one thread: SCAN 32 with a buffer of
+// k + max(k, 64) runs at 45 us/row (a plain read: ~22 us); larger buffers
+// raise the threshold too late (1024: 70 us/row).
+constexpr int SCAN = 32;
+
+template <class L, bool LARGEST>
+static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorted, Cand<typename L::K>* buf,
+                               int64_t cap, char* out_v, int64_t* out_i) {
+  using S = typename L::S; using K = typename L::K;
+  const S* x = reinterpret_cast<const S*>(row);
+  Before<K, LARGEST> before;
+  // Seed with the first k; the threshold is the worst of the kept k.
+  int64_t n = 0, i = 0;
+  for (; i < k; ++i) buf[n++] = {L::get(x[i]), i};
+  K thr = std::max_element(buf, buf + k, before)->v;
+  auto compact = [&]() {
+    std::nth_element(buf, buf + (k - 1), buf + n, before);
+    n = k;
+    thr = buf[k - 1].v;
+  };
+  for (; i + SCAN <= V; i += SCAN) {
+    int any = 0;  // a plain OR-reduction: the vectorizer's bread and butter, at this path's width
+    for (int l = 0; l < SCAN; ++l) any |= may_enter<K, LARGEST>(L::get(x[i + l]), thr);
+    if (!any) continue;
+    for (int l = 0; l < SCAN; ++l) {
+      K v = L::get(x[i + l]);
+      if (may_enter<K, LARGEST>(v, thr)) {
+        buf[n++] = {v, i + l};
+        if (n == cap) compact();
+      }
+    }
+  }
+  for (; i < V; ++i) {
+    K v = L::get(x[i]);
+    if (may_enter<K, LARGEST>(v, thr)) { buf[n++] = {v, i}; if (n == cap) compact(); }
+  }
+  if (n > k) std::nth_element(buf, buf + (k - 1), buf + n, before);
+  if (sorted) std::sort(buf, buf + k, before);
+  for (int64_t j = 0; j < k; ++j) {
+    out_i[j] = buf[j].i;
+    std::memcpy(out_v + j * sizeof(S), x + buf[j].i, sizeof(S));  // the stored bits, not K
+  }
+}
+
+#define TM_TOPK_ROW(NAME, LOADER)                                                             \
+  static void NAME(const char* r, int64_t V, int64_t k, bool lg, bool so, void* buf, int64_t cap, \
+                   char* v, int64_t* i) {                                                      \
+    using C = Cand<typename LOADER::K>;                                                        \
+    if (lg) row_topk<LOADER, true>(r, V, k, so, static_cast<C*>(buf), cap, v, i);              \
+    else row_topk<LOADER, false>(r, V, k, so, static_cast<C*>(buf), cap, v, i);                \
+  }
+TM_TOPK_ROW(topk_f16, LoadF16)
+TM_TOPK_ROW(topk_bf16, LoadBF16)
+TM_TOPK_ROW(topk_f32, LoadId<float>)
+TM_TOPK_ROW(topk_f64, LoadId<double>)
+TM_TOPK_ROW(topk_i8, LoadId<int8_t>)
+TM_TOPK_ROW(topk_i16, LoadId<int16_t>)
+TM_TOPK_ROW(topk_i32, LoadId<int32_t>)
+TM_TOPK_ROW(topk_i64, LoadId<int64_t>)
+TM_TOPK_ROW(topk_u8, LoadId<uint8_t>)
+TM_TOPK_ROW(topk_u16, LoadId<uint16_t>)
+TM_TOPK_ROW(topk_u32, LoadId<uint32_t>)
+TM_TOPK_ROW(topk_u64, LoadId<uint64_t>)
+#undef TM_TOPK_ROW
+
+// This path's entry points, in dtype-code order.
+static const Kernels kernels = {
+    TM_PATH_NAME,
+    {nll_f16, nll_bf16, nll_f32, nll_f64},
+    {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16,
+     topk_u32, topk_u64},
+};
