@@ -2,10 +2,14 @@
 
     python benchmarks/report.py            # issue-sized inputs (several GB; a few minutes)
     python benchmarks/report.py --quick    # small inputs
+    python benchmarks/report.py --no-openmp  # also: the perplexity and BLEU cases in a build without OpenMP
     python benchmarks/report.py --json a.json b.json  # report earlier runs together (e.g. a GPU run)
 
-Writes benchmarks/results/report.md, a chart of the speed-ups, benchmarks/results/speedups.png
-(matplotlib), and the raw pytest-benchmark JSON beside them (not committed).
+The dense cases run once per SIMD path this CPU supports (TURBOMETRICS_SIMD, with Numba's
+NUMBA_CPU_NAME set to the same instruction-set level, so top-k accuracy's Numba kernel is compiled
+for it too). Writes benchmarks/results/report.md, a chart of the speed-ups,
+benchmarks/results/speedups.png (matplotlib), and the raw pytest-benchmark JSON beside them (not
+committed).
 """
 from __future__ import annotations
 
@@ -19,11 +23,49 @@ from collections import defaultdict
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_suite(quick: bool, out_json: str) -> None:
-    env = dict(os.environ, TURBOMETRICS_BENCH="quick" if quick else "full")
+ROOT = os.path.dirname(HERE)
+# LLVM's name for the instruction-set level of each SIMD path (Numba's NUMBA_CPU_NAME).
+NUMBA_CPU = {"avx512": "x86-64-v4", "avx2": "x86-64-v3", "baseline": "x86-64"}
+
+
+def run_suite(quick: bool, out_json: str, **env_extra: str) -> None:
+    env = dict(os.environ, TURBOMETRICS_BENCH="quick" if quick else "full", **env_extra)
     cmd = [sys.executable, "-m", "pytest", HERE, "--benchmark-only", f"--benchmark-json={out_json}", "-q",
            "-p", "no:cacheprovider"]
     subprocess.run(cmd, env=env, check=True, cwd=HERE)
+
+
+def run_other_paths(quick: bool, results: str) -> list[str]:
+    """The dense cases on every SIMD path below the best one; their JSON files."""
+    from turbometrics._ext import _dense
+
+    out = []
+    for path in _dense.SUPPORTED[1:]:
+        f = os.path.join(results, f"{'quick' if quick else 'full'}-{path}.json")
+        run_suite(quick, f, TURBOMETRICS_SIMD=path, TURBOMETRICS_BENCH_ONLY="simd",
+                  NUMBA_CPU_NAME=NUMBA_CPU.get(path, "generic"))
+        out.append(f)
+    return out
+
+
+def run_without_openmp(quick: bool, results: str) -> str:
+    """Build a copy of the package without OpenMP (TURBOMETRICS_OPENMP=0, as on a Mac) and run the
+    perplexity and BLEU cases with it; its JSON file."""
+    import shutil
+    import tempfile
+
+    tree = tempfile.mkdtemp(prefix="turbometrics-no-openmp-")
+    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), tree)
+    shutil.copytree(os.path.join(ROOT, "src"), os.path.join(tree, "src"),
+                    ignore=shutil.ignore_patterns("*.so", "*.cpp", "__pycache__"))
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
+                   env=dict(os.environ, TURBOMETRICS_OPENMP="0"))
+    f = os.path.join(results, f"{'quick' if quick else 'full'}-no-openmp.json")
+    run_suite(quick, f, PYTHONPATH=os.path.join(tree, "src"), TURBOMETRICS_BENCH_ONLY="threads",
+              NUMBA_CACHE_DIR=os.path.join(tree, "numba-cache"))
+    shutil.rmtree(tree, ignore_errors=True)
+    return f
 
 
 ROLE_COLORS = {"oracle": "#1f77b4", "torch": "#ee4c2c", "baseline": "#9467bd", "slow": "#7f7f7f",
@@ -76,7 +118,8 @@ def report(data: dict) -> str:
     m = data["machine_info"]
     lines = [f"Machine: {m.get('cpu', {}).get('brand_raw', m.get('processor', '?'))}, "
              f"{os.cpu_count()} cores, Python {m.get('python_version')}; "
-             f"times are the best of the rounds (slow/ is scaled from a few rows).", ""]
+             f"times are the best of the rounds (slow/ is scaled from a few rows). "
+             f"[path]: the SIMD path of the dense kernels (TURBOMETRICS_SIMD).", ""]
     cases = defaultdict(dict)
     memory, first, scale, lm = {}, {}, [], []
     for b in data["benchmarks"]:
@@ -141,6 +184,8 @@ def _load(paths: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-openmp", action="store_true", help="also time perplexity and BLEU in a build "
+                                                             "without OpenMP (needs Cython)")
     ap.add_argument("--json", nargs="+", help="report these pytest-benchmark JSON files instead of running "
                                              "the suites (e.g. the CPU run and a GPU run of test_bench_gpu.py)")
     args = ap.parse_args()
@@ -149,6 +194,9 @@ def main() -> None:
     paths = args.json or [os.path.join(results, "quick.json" if args.quick else "full.json")]
     if not args.json:
         run_suite(args.quick, paths[0])
+        paths += run_other_paths(args.quick, results)
+        if args.no_openmp:
+            paths.append(run_without_openmp(args.quick, results))
     data = _load(paths)
     text = report(data)
     with open(os.path.join(results, "report.md"), "w") as f:

@@ -4,12 +4,19 @@ Each case in turbometrics._bench is timed per implementation; report.py turns
 the JSON into ratio tables. The slow/ baseline runs on a few rows and its time
 is scaled to the full input (recorded in extra_info["scale"]).
 """
+import os
+
 import pytest
 
 from conftest import DATA_DIR, QUICK
 from turbometrics import _bench
+from turbometrics._ext import _dense
 
-CASES = _bench.cases(QUICK, DATA_DIR)
+# TURBOMETRICS_BENCH_ONLY=simd|threads: only the cases of that group (report.py's extra runs per SIMD
+# path and in the build without OpenMP); the memory, first-call and scale runs are then left out.
+ONLY = os.environ.get("TURBOMETRICS_BENCH_ONLY", "")
+CASES = [c for c in _bench.cases(QUICK, DATA_DIR) if not ONLY or ONLY in c.groups]
+only_cases = pytest.mark.skipif(bool(ONLY), reason=f"TURBOMETRICS_BENCH_ONLY={ONLY}")
 PARAMS = [(i, name) for i, c in enumerate(CASES) for name in c.impls]
 _data = {}
 
@@ -26,7 +33,8 @@ def test_array_metric(benchmark, case_idx, impl):
     case, d = CASES[case_idx], case_data(case_idx)
     im = case.impls[impl]
     benchmark.group = case.name
-    benchmark.extra_info.update(case=case.name, impl=impl, role=im.role, scale=im.scale, note=im.note)
+    benchmark.extra_info.update(case=case.name, impl=impl, role=im.role, scale=im.scale, note=im.note,
+                                simd=_dense.active_path(), threading=_dense.THREADING)
     if case.bytes_read:
         benchmark.extra_info["bytes"] = case.bytes_read(d)
     # Memory bandwidth on a shared machine drifts; many rounds of the fast ones keep the min honest.
@@ -37,6 +45,7 @@ def test_array_metric(benchmark, case_idx, impl):
 MEMORY = [("perplexity_case", (4096, 128256)), ] if not QUICK else [("perplexity_case", (512, 32000))]
 
 
+@only_cases
 @pytest.mark.parametrize("impl", ["turbometrics", "torch cross_entropy"])
 def test_perplexity_extra_memory(benchmark, impl):
     """Peak memory added on top of the logits, in a fresh process (the time is that process's)."""
@@ -46,6 +55,7 @@ def test_perplexity_extra_memory(benchmark, impl):
     benchmark.extra_info.update(kind="memory", impl=impl, case=f"{fn}{args}", mib=mib)
 
 
+@only_cases
 def test_numba_first_call(benchmark):
     """First call of each Numba kernel in a fresh process, with an empty and with a warm cache."""
     benchmark.group = "numba first call"
@@ -53,6 +63,7 @@ def test_numba_first_call(benchmark):
     benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})
 
 
+@only_cases
 @pytest.mark.skipif(QUICK, reason="the 1,000,000-pair run belongs to the full benchmark")
 @pytest.mark.parametrize("case_fn,args,impl", _bench.SCALE, ids=[f"{c}{a} | {i}" for c, a, i in _bench.SCALE])
 def test_million_pairs(benchmark, case_fn, args, impl):
@@ -66,6 +77,7 @@ def test_million_pairs(benchmark, case_fn, args, impl):
 LM = ("lm_case", (8192,)) if not QUICK else ("lm_case", (2048, 8000, 512, 256))
 
 
+@only_cases
 @pytest.mark.parametrize("impl", ["turbometrics", "transformers guide loop"])
 def test_lm_perplexity_time_and_memory(benchmark, impl):
     """lm_perplexity vs the guide's loop on the same model, each in a fresh process (time, peak extra memory)."""

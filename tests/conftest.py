@@ -8,15 +8,20 @@ import pytest
 if not (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or os.environ.get("TURBOMETRICS_GPU_TESTS") == "1"):
     collect_ignore = ["gpu"]
 
-# What the GPU checks did (tests/test_cuda.py), printed at the end of every run.
+# What the GPU checks (tests/test_cuda.py), the SIMD paths (tests/test_simd_paths.py) and the
+# other builds (tests/test_portability.py) did, printed at the end of every run.
 GPU_REPORT: list[str] = []
+SIMD_REPORT: list[str] = []
+BUILD_REPORT: list[str] = []
 
 
 def pytest_terminal_summary(terminalreporter):
-    if GPU_REPORT:
-        terminalreporter.section("GPU kernels (no GPU needed)")
-        for line in GPU_REPORT:
-            terminalreporter.write_line(line)
+    for title, lines in (("GPU kernels (no GPU needed)", GPU_REPORT), ("SIMD paths", SIMD_REPORT),
+                         ("other compilers, targets and builds", BUILD_REPORT)):
+        if lines:
+            terminalreporter.section(title)
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 # Real test data lives beside the project root (../shared/data), or where TURBOMETRICS_DATA points.

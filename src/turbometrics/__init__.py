@@ -4,6 +4,7 @@ Same numbers as the reference implementations (scikit-learn, PyTorch,
 torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 """
 from . import dask, metrics  # tm.dask imports Dask only when called
+from .config import show_config
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
@@ -24,4 +25,5 @@ __all__ = [
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
+    "show_config",
 ]

@@ -42,6 +42,20 @@ class Case:
     setup: Callable[[], dict]
     impls: dict[str, Impl] = field(default_factory=dict)
     bytes_read: Callable[[dict], int] | None = None   # for the effective bandwidth
+    # "simd": runs the dense C++ kernels, so it is timed once per SIMD path;
+    # "threads": compared between the OpenMP build and the std::thread pool one
+    groups: tuple[str, ...] = ()
+
+
+def build_variant(simd: bool) -> str:
+    """What a case ran on, for its name: the SIMD path for dense cases, and the
+    std::thread pool when this build has no OpenMP."""
+    from ._ext import _dense
+
+    parts = [_dense.active_path()] if simd else []
+    if _dense.THREADING != "OpenMP":
+        parts.append("no OpenMP: " + _dense.THREADING)
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 def _threads() -> int:
@@ -55,42 +69,71 @@ def _torch():
     return torch
 
 
-def _lm_data(n, v, pad=0.1, dtype=np.float32):
+def _lm_data(n, v, pad=0.1, dtype="float32"):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, v), dtype=np.float32)
     x *= 3  # in place: no temporary the size of the logits
-    x = x.astype(dtype, copy=False)
     t = rng.integers(0, v, n)
     t[rng.random(n) < pad] = -100
-    d = {"x": x, "t": t}
+    d = {"t": t}
+    if dtype != "bfloat16":
+        d["x"] = x.astype(dtype, copy=False)
+    elif have("ml_dtypes"):
+        import ml_dtypes
+        d["x"] = x.astype(ml_dtypes.bfloat16)
+    else:  # NumPy has no bfloat16: a torch tensor is what users hand us then
+        d["x"] = _torch().from_numpy(x).bfloat16()
     if have("torch"):
         torch = _torch()
-        d["xt"], d["tt"] = torch.from_numpy(x), torch.from_numpy(t)
+        x = d["x"]
+        if isinstance(x, torch.Tensor):
+            d["xt"] = x
+        else:
+            d["xt"] = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16) if dtype == "bfloat16" \
+                else torch.from_numpy(x)
+        d["tt"] = torch.from_numpy(t)
     return d
 
 
 def _read(d):
-    """A plain multi-threaded read of the whole array (torch.sum; numpy's sum is single-threaded)."""
-    return float(d["xt"].sum()) if "xt" in d else float(d["x"].sum())
+    """A plain multi-threaded read of the whole array (torch.sum; numpy's sum is single-threaded).
+
+    16-bit arrays are read as int16 words: torch's float16/bfloat16 sums convert and are slower than memory.
+    """
+    if "xt" in d:
+        xt = d["xt"]
+        return float(xt.view(_torch().int16).sum() if xt.element_size() == 2 else xt.sum())
+    return float(d["x"].sum())
 
 
 def _read_impl() -> Impl:
     return Impl(_read, "read", note="torch.sum, all threads" if have("torch") else "numpy sum, 1 thread")
 
 
+def _have_16bit() -> bool:
+    return have("ml_dtypes") or have("torch")
+
+
 def _slow_subset(rows: int, fn: Callable[[dict, int], Any], total: int) -> Impl:
     return Impl(lambda d: fn(d, rows), "slow", total / rows, f"{rows} rows, scaled x{total / rows:g}")
 
 
-def perplexity_case(n: int, v: int) -> Case:
-    c = Case(f"perplexity f32 ({n}, {v}), 10% padding", lambda: _lm_data(n, v),
-             bytes_read=lambda d: d["x"].nbytes)
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def perplexity_case(n: int, v: int, dtype: str = "float32") -> Case:
+    c = Case(f"perplexity {_SHORT[dtype]} ({n}, {v}), 10% padding{build_variant(True)}",
+             lambda: _lm_data(n, v, dtype=dtype), bytes_read=lambda d: n * v * (4 if dtype == "float32" else 2),
+             groups=("simd", "threads") if dtype == "float32" else ("simd",))
     c.impls["turbometrics"] = Impl(lambda d: tm.perplexity(d["x"], d["t"], ignore_index=-100), "ours")
     if have("torch"):
         def ce(d):
             F = _torch().nn.functional
             return float(F.cross_entropy(d["xt"], d["tt"], ignore_index=-100).exp())
-        c.impls["torch cross_entropy"] = Impl(ce, "torch")
+        c.impls["torch cross_entropy"] = Impl(ce, "torch", note="in bfloat16/float16" if dtype != "float32" else "")
+    if dtype != "float32":
+        c.impls["read"] = _read_impl()
+        return c
     if have("torchmetrics") and n * v <= 64 * 2**20:  # it materialises a softmax and a log of it
         def tmx(d):
             from torchmetrics.functional.text import perplexity
@@ -109,8 +152,8 @@ def _acc_data(n, c, k=5):
 
 
 def topk_accuracy_case(n: int, c: int, with_sklearn: bool = True) -> Case:
-    case = Case(f"topk_accuracy k=5 f32 ({n}, {c})", lambda: _acc_data(n, c),
-                bytes_read=lambda d: d["x"].nbytes)
+    case = Case(f"topk_accuracy k=5 f32 ({n}, {c}){build_variant(True)}", lambda: _acc_data(n, c),
+                bytes_read=lambda d: d["x"].nbytes, groups=("simd",))
     case.impls["turbometrics"] = Impl(lambda d: tm.topk_accuracy(d["x"], d["t"], k=d["k"]), "ours")
     if with_sklearn and have("sklearn"):
         def sk(d):
@@ -129,8 +172,8 @@ def topk_accuracy_case(n: int, c: int, with_sklearn: bool = True) -> Case:
 
 
 def topk_case(n: int, v: int, k: int = 50) -> Case:
-    case = Case(f"topk k={k} f32 ({n}, {v})", lambda: _lm_data(n, v, pad=0.0),
-                bytes_read=lambda d: d["x"].nbytes)
+    case = Case(f"topk k={k} f32 ({n}, {v}){build_variant(True)}", lambda: _lm_data(n, v, pad=0.0),
+                bytes_read=lambda d: d["x"].nbytes, groups=("simd",))
     case.impls["turbometrics"] = Impl(lambda d: tm.topk(d["x"], k), "ours")
     if have("torch"):
         case.impls["torch.topk"] = Impl(lambda d: _torch().topk(d["xt"], k), "oracle")
@@ -208,7 +251,8 @@ def corpus_bleu_case(n: int, data_dir: str | None = None) -> Case:
     if data_dir:
         c = Case(f"corpus_bleu 13a, 1 ref, WMT17 tiled to {n:,} segments", lambda: wmt17_tiled(data_dir, n))
     else:
-        c = Case(f"corpus_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
+        c = Case(f"corpus_bleu 13a, 1 ref, {n:,} segments{build_variant(False)}", lambda: _text_data(n),
+                 groups=("threads",))
     c.impls["turbometrics"] = Impl(lambda d: tm.corpus_bleu(d["hyps"], [d["refs"]]).score, "ours")
     if have("sacrebleu"):
         def sb(d):
@@ -366,13 +410,15 @@ def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
 
 
 def _generated_cases(quick: bool) -> list[Case]:
+    half = [perplexity_case(512 if quick else 4096, 32000 if quick else 128256, dt)
+            for dt in ("bfloat16", "float16")] if _have_16bit() else []
     if quick:
-        return [perplexity_case(512, 32000), topk_accuracy_case(20000, 1000),
+        return [perplexity_case(512, 32000), *half, topk_accuracy_case(20000, 1000),
                 topk_accuracy_case(512, 32000, with_sklearn=False), topk_case(512, 32000),
                 corpus_bleu_case(5000), segment_bleu_case(5000), corpus_chrf_case(5000),
                 corpus_chrf_case(5000, word_order=2), rouge_case(2000), bootstrap_case(3000),
                 bootstrap_scale_case(100_000)]
-    return [perplexity_case(4096, 128256), topk_accuracy_case(100000, 1000),
+    return [perplexity_case(4096, 128256), *half, topk_accuracy_case(100000, 1000),
             topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
             corpus_bleu_case(100000), segment_bleu_case(100000), corpus_chrf_case(100000),
             corpus_chrf_case(100000, word_order=2), rouge_case(20000), bootstrap_case(100000),

@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 from libc.stdint cimport int64_t
-from cython.parallel cimport parallel, prange
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
@@ -211,6 +210,8 @@ cdef extern from "rouge.hpp" namespace "tmt":
     cdef cppclass BitLCS:
         int64_t lcs(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) nogil
         int64_t lcs_dp(const int* a, int64_t m, const int* b, int64_t n) nogil
+    void c_lcs_batch "tmt::lcs_batch"(const int* a, const int64_t* a_off, const int* b, const int64_t* b_off,
+                                      int64_t n, int n_ids, int64_t* out, int nthreads) nogil
     void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, unordered_map[string, string]& cache,
                                             Tokens& tok, vector[int]& sents) nogil
 
@@ -287,20 +288,12 @@ def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, cons
     Callers validate: offsets non-decreasing within the arrays, ids in range.
     Bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
     """
-    cdef Py_ssize_t n = a_off.shape[0] - 1, p
+    cdef Py_ssize_t n = a_off.shape[0] - 1
     out = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     cdef const int* pa = &a[0] if a.shape[0] else NULL
     cdef const int* pb = &b[0] if b.shape[0] else NULL
-    cdef BitLCS* bl
-    cdef cbool bits = n_ids <= 4096
-    with nogil, parallel(num_threads=nthreads):
-        bl = new BitLCS()
-        for p in prange(n, schedule="dynamic", chunksize=64):
-            if bits:
-                o[p] = bl.lcs(pa + a_off[p], a_off[p + 1] - a_off[p], pb + b_off[p], b_off[p + 1] - b_off[p],
-                              n_ids)
-            else:
-                o[p] = bl.lcs_dp(pa + a_off[p], a_off[p + 1] - a_off[p], pb + b_off[p], b_off[p + 1] - b_off[p])
-        del bl
+    if n > 0:
+        with nogil:
+            c_lcs_batch(pa, &a_off[0], pb, &b_off[0], n, n_ids, &o[0], nthreads)
     return out

@@ -224,17 +224,24 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
   }
 }
 
+// LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), ids in [0, n_ids):
+// bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
+static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32_t* b, const int64_t* b_off,
+                             int64_t n, int32_t n_ids, int64_t* out, int nthreads) {
+  tmp::parallel_for(n, 64, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t p) {
+    const int32_t *pa = a + a_off[p], *pb = b + b_off[p];
+    const int64_t m = a_off[p + 1] - a_off[p], k = b_off[p + 1] - b_off[p];
+    out[p] = n_ids <= 4096 ? bl.lcs(pa, m, pb, k, (size_t)n_ids) : bl.lcs_dp(pa, m, pb, k);
+  });
+}
+
 // All pairs, parallel over pairs. refs: offsets[i]..offsets[i+1] are pair i's references.
 static inline void rouge_all(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                              const int* kinds, int nk, bool stem, double* out, int nthreads) {
-#pragma omp parallel num_threads(nthreads)
-  {
-    RougeWork w;
-#pragma omp for schedule(dynamic, 32)
-    for (int64_t i = 0; i < n; ++i)
-      rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
-                 out + i * nk * 3);
-  }
+  tmp::parallel_for(n, 32, nthreads, [] { return RougeWork(); }, [&](RougeWork& w, int64_t i) {
+    rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
+               out + i * nk * 3);
+  });
 }
 
 }  // namespace tmt

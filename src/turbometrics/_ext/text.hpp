@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "parallel.hpp"
 #include "unicode_tables.hpp"
 
 namespace tmt {
@@ -628,12 +629,9 @@ namespace tmt {
 static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int tok_ref,
                               int N, int64_t* out, int nthreads) {
   const int64_t W = 2 + 2 * (int64_t)N;
-#pragma omp parallel num_threads(nthreads)
-  {
-    BleuWork w;
-#pragma omp for schedule(dynamic, 64)
-    for (int64_t i = 0; i < n; ++i) bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W);
-  }
+  tmp::parallel_for(n, 64, nthreads, [] { return BleuWork(); }, [&](BleuWork& w, int64_t i) {
+    bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W);
+  });
 }
 
 // Tokenize texts (n views) into one buffer: tokens joined by single spaces, text i
@@ -641,21 +639,16 @@ static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t 
 static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, std::vector<uint32_t>& out,
                                    std::vector<int64_t>& offsets, int nthreads) {
   std::vector<U32> parts((size_t)n);
-#pragma omp parallel num_threads(nthreads)
-  {
-    Scratch w;
-    Tokens t;
-#pragma omp for schedule(dynamic, 64)
-    for (int64_t i = 0; i < n; ++i) {
-      if (!texts[i].data) continue;
-      tokenize(texts[i], tok, w, t);
-      U32& p = parts[i];
-      for (size_t k = 0; k < t.size(); ++k) {
-        if (k) p.push_back(' ');
-        p.insert(p.end(), t.text.begin() + t.start[k], t.text.begin() + t.start[k] + t.len[k]);
-      }
+  struct Work { Scratch w; Tokens t; };
+  tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& s, int64_t i) {
+    if (!texts[i].data) return;
+    tokenize(texts[i], tok, s.w, s.t);
+    U32& p = parts[i];
+    for (size_t k = 0; k < s.t.size(); ++k) {
+      if (k) p.push_back(' ');
+      p.insert(p.end(), s.t.text.begin() + s.t.start[k], s.t.text.begin() + s.t.start[k] + s.t.len[k]);
     }
-  }
+  });
   offsets.assign((size_t)n + 1, 0);
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + (int64_t)parts[i].size();
   out.resize((size_t)offsets[n]);
@@ -665,13 +658,9 @@ static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, std
 static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
                               double beta, bool whitespace, bool eps_smoothing, int64_t* out, int nthreads) {
   const int64_t W = 3 * (int64_t)(nc + nw);
-#pragma omp parallel num_threads(nthreads)
-  {
-    ChrfWork w;
-#pragma omp for schedule(dynamic, 64)
-    for (int64_t i = 0; i < n; ++i)
-      chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
-  }
+  tmp::parallel_for(n, 64, nthreads, [] { return ChrfWork(); }, [&](ChrfWork& w, int64_t i) {
+    chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
+  });
 }
 
 static inline void bleu_scores(const int64_t* stats, int64_t n, int N, int smooth, double smooth_value,

@@ -1,0 +1,106 @@
+"""``tm.show_config()``: what a bug report needs, like ``numpy.show_config()``.
+
+The build (version, compiled SIMD paths, OpenMP or the std::thread pool), what
+this machine runs (CPU, the SIMD path in use and why, default thread count),
+Numba (version, target CPU, threads, cache directory) and the GPU (numba-cuda,
+a usable device). Nothing here starts a computation.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "cpu model", "hardware")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _simd() -> dict[str, Any]:
+    from ._ext import _dense
+
+    out: dict[str, Any] = {"compiled": list(_dense.PATHS), "supported by this CPU": list(_dense.SUPPORTED),
+                           "TURBOMETRICS_SIMD": os.environ.get("TURBOMETRICS_SIMD", "")}
+    try:
+        out["in use"] = _dense.active_path()
+    except RuntimeError as e:
+        out["in use"] = f"none: {e}"
+    return out
+
+
+def _numba() -> dict[str, Any]:
+    import llvmlite.binding as ll
+    import numba
+
+    from ._kernels import rank
+
+    return {"version": numba.__version__,
+            "target CPU": numba.config.CPU_NAME or ll.get_host_cpu_name(),
+            "threads": numba.config.NUMBA_NUM_THREADS,
+            "threading layer": numba.config.THREADING_LAYER,
+            "cache directory": rank.rank_rows._cache._cache_path}
+
+
+def _gpu() -> dict[str, Any]:
+    import importlib.util
+
+    if importlib.util.find_spec("numba_cuda") is None:
+        return {"usable": False, "why": 'numba-cuda is not installed (pip install "turbometrics[cuda]")'}
+    import numba
+    from numba import cuda
+
+    if numba.config.ENABLE_CUDASIM:
+        return {"usable": False, "why": "NUMBA_ENABLE_CUDASIM=1: the CUDA simulator stands in for a GPU"}
+    try:
+        if not cuda.is_available():
+            return {"usable": False, "why": "numba.cuda.is_available() is False (no driver or no device)"}
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        return {"usable": True, "device": name, "compute capability": "%d.%d" % dev.compute_capability}
+    except Exception as e:  # a broken driver must not break a bug report
+        return {"usable": False, "why": f"{type(e).__name__}: {e}"}
+
+
+def config() -> dict[str, dict[str, Any]]:
+    """Everything :func:`show_config` prints, as nested dicts."""
+    from . import __version__
+    from ._ext import _dense
+
+    return {
+        "turbometrics": {"version": __version__, "python": sys.version.split()[0],
+                         "platform": f"{platform.system()} {platform.machine()}"},
+        "CPU": {"model": _cpu_model(), "cores": os.cpu_count()},
+        "SIMD paths": _simd(),
+        "threads": {"backend": _dense.THREADING, "default num_threads": os.cpu_count() or 1,
+                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")},
+        "Numba": _numba(),
+        "GPU": _gpu(),
+    }
+
+
+def show_config(mode: str = "stdout") -> dict[str, dict[str, Any]] | None:
+    """Print the build and runtime configuration (``mode="stdout"``) or return it (``mode="dicts"``).
+
+    Paste its output into bug reports: it names the SIMD path that ran, which
+    is the first thing that differs between two machines.
+    """
+    if mode not in ("stdout", "dicts"):
+        raise ValueError(f"mode must be 'stdout' or 'dicts', got {mode!r}")
+    info = config()
+    if mode == "dicts":
+        return info
+    for section, items in info.items():
+        print(f"{section}:")
+        for key, value in items.items():
+            if isinstance(value, list):
+                value = ", ".join(map(str, value)) or "-"
+            print(f"  {key}: {value if value != '' else '(unset)'}")
+    return None
