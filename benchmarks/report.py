@@ -150,6 +150,15 @@ def report(data: dict) -> str:
             note = f" ({info['note']})" if info.get("note") else ""
             shown = f"{t:.4f}" if t >= 0.01 else f"{t * 1e3:.3f} ms"
             lines.append(f"| {case} | {name}{note} | {shown} | {rel} | {gbs} |")
+    pool = [(case, impls) for case, impls in cases.items() if "no OpenMP" in case]
+    if pool:
+        lines += ["", "| turbometrics, same case | OpenMP build (s) | build without OpenMP: std::thread pool (s) "
+                  "| pool / OpenMP |", "|---|---:|---:|---:|"]
+        for case, impls in pool:
+            twin = case.replace(", no OpenMP: std::thread pool", "").replace(" [no OpenMP: std::thread pool]", "")
+            if twin in cases:
+                a, b = cases[twin]["turbometrics"][0], impls["turbometrics"][0]
+                lines.append(f"| {twin} | {a:.4f} | {b:.4f} | {b / a:.2f} |")
     if memory:
         lines += ["", "| perplexity: peak memory added to the input | MiB |", "|---|---:|"]
         lines += [f"| {k} | {v:,.0f} |" for k, v in memory.items()]

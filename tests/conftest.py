@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,17 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.section(title)
             for line in lines:
                 terminalreporter.write_line(line)
+
+
+def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> None:
+    """Run pytest on ``args`` in a fresh process (tests/ as cwd), report its summary line under
+    ``label``, and fail unless everything it collected passed."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], env=env,
+                         capture_output=True, text=True, timeout=1800, cwd=Path(__file__).resolve().parent)
+    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
+    report.append(f"{label}: {summary}")
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
+    assert " passed" in summary and "skipped" not in summary
 
 
 # Real test data lives beside the project root (../shared/data), or where TURBOMETRICS_DATA points.

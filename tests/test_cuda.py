@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import turbometrics as tm
-from conftest import GPU_REPORT
+from conftest import GPU_REPORT, run_pytest
 
 ROOT = Path(__file__).resolve().parent
 
@@ -20,12 +20,7 @@ ROOT = Path(__file__).resolve().parent
 def test_kernels_under_the_cuda_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     env.pop("TURBOMETRICS_GPU_TESTS", None)
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "gpu")],
-                         env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
-    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
-    GPU_REPORT.append(f"CUDA simulator (tests/gpu): {summary}")
-    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
-    assert " passed" in summary and "skipped" not in summary
+    run_pytest([str(ROOT / "gpu")], env, GPU_REPORT, "CUDA simulator (tests/gpu)")
 
 
 PTX = textwrap.dedent("""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import turbometrics as tm
-from conftest import SIMD_REPORT
+from conftest import SIMD_REPORT, run_pytest
 from turbometrics._ext import _dense
 
 ROOT = Path(__file__).resolve().parent
@@ -33,13 +33,8 @@ def _run(code: str, simd: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("path", _dense.SUPPORTED)
 def test_dense_parity_suite_on_path(path):
-    env = dict(os.environ, TURBOMETRICS_SIMD=path)
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *DENSE_SUITE],
-                         env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
-    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
-    SIMD_REPORT.append(f"{path}: dense parity suite ({', '.join(DENSE_SUITE)}): {summary}")
-    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
-    assert " passed" in summary and "skipped" not in summary
+    run_pytest(DENSE_SUITE, dict(os.environ, TURBOMETRICS_SIMD=path), SIMD_REPORT,
+               f"{path}: dense parity suite ({', '.join(DENSE_SUITE)})")
 
 
 BATTERY = textwrap.dedent("""
