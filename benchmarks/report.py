@@ -3,6 +3,7 @@
     python benchmarks/report.py            # issue-sized inputs (several GB; a few minutes)
     python benchmarks/report.py --quick    # small inputs
     python benchmarks/report.py --no-openmp  # also: the perplexity and BLEU cases in a build without OpenMP
+    python benchmarks/report.py --only simd,threads  # only those case groups (see _bench.Case.groups)
     python benchmarks/report.py --json a.json b.json  # report earlier runs together (e.g. a GPU run)
 
 The dense cases run once per SIMD path this CPU supports (TURBOMETRICS_SIMD, with Numba's
@@ -193,6 +194,7 @@ def _load(paths: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated case groups: simd (dense kernels), threads")
     ap.add_argument("--no-openmp", action="store_true", help="also time perplexity and BLEU in a build "
                                                              "without OpenMP (needs Cython)")
     ap.add_argument("--json", nargs="+", help="report these pytest-benchmark JSON files instead of running "
@@ -202,7 +204,7 @@ def main() -> None:
     os.makedirs(results, exist_ok=True)
     paths = args.json or [os.path.join(results, "quick.json" if args.quick else "full.json")]
     if not args.json:
-        run_suite(args.quick, paths[0])
+        run_suite(args.quick, paths[0], **({"TURBOMETRICS_BENCH_ONLY": args.only} if args.only else {}))
         paths += run_other_paths(args.quick, results)
         if args.no_openmp:
             paths.append(run_without_openmp(args.quick, results))

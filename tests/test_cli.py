@@ -19,7 +19,7 @@ def run(*args):
 def test_bench_quick_prints_every_metric_against_its_baselines():
     out = run("bench", "--quick", "--repeat", "1")
     assert out.returncode == 0, out.stderr
-    for case in ("perplexity f32", "topk_accuracy k=5", "topk k=50"):
+    for case in ("perplexity f32", "perplexity bf16", "perplexity f16", "topk_accuracy k=5", "topk k=50"):
         assert case in out.stdout
     assert "slow" in out.stdout and "read" in out.stdout
     assert "sklearn" in out.stdout and "torch" in out.stdout  # the oracles of the test extra

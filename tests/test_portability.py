@@ -80,6 +80,16 @@ def test_x86_paths_use_their_own_register_width(tmp_path):
     BUILD_REPORT.append("x86-64 (host compiler): NLL kernels packed at zmm (avx512), ymm (avx2), xmm (baseline)")
 
 
+def test_every_width_gives_the_same_bits(tmp_path):
+    """The 64-byte (AVX-512) logic, compiled without AVX-512, against the paths this CPU runs."""
+    cxx = (sysconfig.get_config_var("CXX") or "c++").split()
+    exe = tmp_path / "widths"
+    _compile(cxx + ["-O2", *FLAGS, str(CXX_TESTS / "widths.cpp"), "-o", str(exe)])
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout[-4000:] + r.stderr[-2000:]
+    BUILD_REPORT.append(f"64-byte kernel logic (the AVX-512 path's) vs the paths run here: {r.stdout.strip()[4:]}")
+
+
 def test_neon_kernels_compile_to_vector_code(tmp_path):
     zig = _zig()
     asm = tmp_path / "dense-aarch64.s"

@@ -95,7 +95,7 @@ template <> struct Exp<float> {
   // The rounding constant 1.5*2^23 + 127 leaves n + 127 in big's low mantissa
   // bits, and shifting big's bits left by 23 drops everything else.
   static TM_INLINE Pack<float> of(const Pack<float>& d) {
-    const float MAGIC = 12582912.0f + 127.0f;
+    const float MAGIC = 12582912.0f;
     Pack<float> t = d * 1.44269504088896341f;
     Pack<float> big = t + MAGIC;
     Pack<float> f = t - (big - MAGIC);
@@ -104,8 +104,9 @@ template <> struct Exp<float> {
     p = p * f + 2.4022242426872253e-1f;
     p = p * f + 6.931470036506653e-1f;
     p = p * f + 1.0f;
-    Pack<float> r;
-    for (int q = 0; q < U; ++q) r.v[q] = p.v[q] * (typename Vec<float>::V)((typename Vec<float>::I)big.v[q] << 23);
+    Pack<float> r;  // p * 2^n as an integer add to p's exponent (p in [0.7, 1.42], n >= -126: stays normal)
+    typedef typename Vec<float>::I I;
+    for (int q = 0; q < U; ++q) r.v[q] = (typename Vec<float>::V)((I)p.v[q] + ((I)big.v[q] << 23));
     return r;
   }
 };
