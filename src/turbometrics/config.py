@@ -42,11 +42,15 @@ def _numba() -> dict[str, Any]:
 
     from ._kernels import rank
 
+    try:  # numba keeps no public name for it; a bug report must not fail over it
+        cache = rank.rank_rows._cache._cache_path
+    except AttributeError:
+        cache = os.environ.get("NUMBA_CACHE_DIR") or "unknown"
     return {"version": numba.__version__,
             "target CPU": numba.config.CPU_NAME or ll.get_host_cpu_name(),
             "threads": numba.config.NUMBA_NUM_THREADS,
             "threading layer": numba.config.THREADING_LAYER,
-            "cache directory": rank.rank_rows._cache._cache_path}
+            "cache directory": cache}
 
 
 def _gpu() -> dict[str, Any]:
