@@ -1,0 +1,12 @@
+// The text kernels (tokenizers, BLEU, chrF, ROUGE, LCS) in one translation
+// unit, for tests/test_portability.py. Not part of the build.
+#include "rouge.hpp"
+
+extern "C" {
+void tm_bleu_stats(const tmt::StrView* h, const tmt::StrView* r, int64_t n, int64_t* out, int nthreads) {
+  tmt::bleu_stats(h, r, n, 1, 0, 0, 4, out, nthreads);
+}
+void tm_lcs_batch(const int32_t* a, const int64_t* ao, const int32_t* b, const int64_t* bo, int64_t n, int64_t* out) {
+  tmt::lcs_batch(a, ao, b, bo, n, 100, out, 2);
+}
+}
