@@ -55,13 +55,12 @@ def run_without_openmp(quick: bool, results: str) -> str:
     import shutil
     import tempfile
 
+    from turbometrics._bench import build_without_openmp
+
     tree = tempfile.mkdtemp(prefix="turbometrics-no-openmp-")
-    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
-        shutil.copy(os.path.join(ROOT, name), tree)
-    shutil.copytree(os.path.join(ROOT, "src"), os.path.join(tree, "src"),
-                    ignore=shutil.ignore_patterns("*.so", "*.cpp", "__pycache__"))
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
-                   env=dict(os.environ, TURBOMETRICS_OPENMP="0"))
+    r = build_without_openmp(ROOT, tree)
+    if r.returncode:
+        sys.exit(f"the build without OpenMP failed:\n{r.stderr[-4000:]}")
     f = os.path.join(results, f"{'quick' if quick else 'full'}-no-openmp.json")
     run_suite(quick, f, PYTHONPATH=os.path.join(tree, "src"), TURBOMETRICS_BENCH_ONLY="threads",
               NUMBA_CACHE_DIR=os.path.join(tree, "numba-cache"))

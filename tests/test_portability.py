@@ -13,7 +13,6 @@ What ran is printed in pytest's summary (conftest.py).
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,7 +24,7 @@ import pytest
 
 import turbometrics as tm
 from conftest import BUILD_REPORT
-from turbometrics._bench import zipf_corpus
+from turbometrics._bench import build_without_openmp, zipf_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "src" / "turbometrics" / "_ext"
@@ -145,13 +144,7 @@ CHECK = textwrap.dedent("""
 def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     pytest.importorskip("Cython", reason="the rebuild needs Cython (in the test extra)")
     src = tmp_path / "tree"
-    src.mkdir()
-    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("*.so", "*.cpp", "__pycache__"))
-    env = dict(os.environ, TURBOMETRICS_OPENMP="0")
-    r = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src, env=env,
-                       capture_output=True, text=True, timeout=1200)
+    r = build_without_openmp(str(ROOT), str(src))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     assert "building without OpenMP" in r.stderr
 

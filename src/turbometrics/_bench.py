@@ -58,6 +58,22 @@ def build_variant(simd: bool) -> str:
     return f" [{', '.join(parts)}]" if parts else ""
 
 
+def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
+    """Copy the source tree at ``root`` (a checkout) to ``dest`` and build its extensions there in place
+    with TURBOMETRICS_OPENMP=0 (the std::thread pool, as on a Mac); ``dest/src`` is then importable.
+    Used by the no-OpenMP benchmark run and its test; needs Cython."""
+    import shutil
+
+    os.makedirs(dest, exist_ok=True)
+    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
+        shutil.copy(os.path.join(root, name), dest)
+    shutil.copytree(os.path.join(root, "src"), os.path.join(dest, "src"),
+                    ignore=shutil.ignore_patterns("*.so", "*.cpp", "__pycache__"))
+    return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest,
+                          env=dict(os.environ, TURBOMETRICS_OPENMP="0"), capture_output=True, text=True,
+                          timeout=1200)
+
+
 def _threads() -> int:
     return os.cpu_count() or 1
 
