@@ -45,6 +45,8 @@ class ExactSum:
         out.nan = self.nan + other.nan
         return out
 
+    __add__ = merge
+
     def value(self) -> float:
         if self.nan or (self.pos_inf and self.neg_inf):
             return float("nan")

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from . import _validate as V
+from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
 
-DEVICES = ("cpu", "cuda")
 WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
 _TORCH_DTYPES: dict = {}  # numpy dtype -> torch dtype, filled on first use
 
@@ -31,34 +31,12 @@ def _torch_dtypes() -> dict:
     return _TORCH_DTYPES
 
 
-def _is_numba_device(x: Any) -> bool:
-    # Numba device arrays (and the simulator's FakeCUDAArray, which has no __cuda_array_interface__)
-    return type(x).__module__.startswith(("numba.cuda", "numba_cuda")) and hasattr(x, "copy_to_host")
-
-
-def is_device_array(x: Any) -> bool:
-    if V._is_torch(x):
-        return x.device.type == "cuda"
-    return _is_numba_device(x) or hasattr(x, "__cuda_array_interface__")
-
-
 def use_gpu(device: str | None, *arrays: Any) -> bool:
     """Whether to run on the GPU: ``device`` if given, else whether any input lives there."""
     if device is None:
         return any(a is not None and is_device_array(a) for a in arrays)
     V.check_choice(device, "device", DEVICES)
     return device == "cuda"
-
-
-def to_host(x: Any) -> Any:
-    """A host copy of a device array (torch CPU tensor for torch input); anything else unchanged."""
-    if V._is_torch(x):
-        return x.detach().cpu() if x.device.type != "cpu" else x
-    if _is_numba_device(x):
-        return x.copy_to_host()
-    if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
-        return x.get()
-    return x
 
 
 def _cuda():
@@ -95,7 +73,7 @@ class Rows:
 def device_rows(x: Any, name: str) -> Rows:
     """Validate a float (N, C) or (B, T, C) array and view it on the device as (rows, C)."""
     cuda, K = _cuda()
-    if V._is_torch(x):
+    if is_torch(x):
         import torch
 
         t = x.detach()
@@ -103,40 +81,28 @@ def device_rows(x: Any, name: str) -> Rows:
         if host_torch:
             t = t.cuda()
         bf16 = t.dtype == torch.bfloat16
-        if t.is_complex() or not (t.is_floating_point()):
-            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
-        lead, c = _shape(tuple(t.shape), name)
+        V.check_torch_float(t, name)
+        lead, c = V.check_rows_shape(t.shape, name)
         t = t.reshape(-1, c)
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
         return Rows(cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
                     torch_device=t.device)
     if is_device_array(x):
-        d = x if _is_numba_device(x) else cuda.as_cuda_array(x)
-        kind = "numba" if _is_numba_device(x) else "cupy"
-        dt = np.dtype(d.dtype)
-        if dt not in (np.float16, np.float32, np.float64):
-            raise TypeError(f"{name} must hold float16, float32 or float64 on the GPU (bfloat16 via torch), "
-                            f"got {dt}")
-        lead, c = _shape(tuple(d.shape), name)
+        d = x if is_numba_device(x) else cuda.as_cuda_array(x)
+        kind = "numba" if is_numba_device(x) else "cupy"
+        dt = V.check_device_float(d.dtype, name)
+        lead, c = V.check_rows_shape(d.shape, name)
         if not d.is_c_contiguous():
             raise ValueError(f"{name} must be C-contiguous on the GPU")
         return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False)
     a = V.as_array(x, name)  # host input with device="cuda"
     V.require_float(a, name)
-    lead, c = _shape(a.data.shape, name)
+    lead, c = V.check_rows_shape(a.data.shape, name)
     host = np.ascontiguousarray(a.data.reshape(-1, c))
     widen = K.WIDEN_BF16 if a.code == V.BF16 else K.WIDEN_F64 if a.code == V.F64 else K.WIDEN_F32
     data = cuda.to_device(host.view(np.float16) if a.code == V.F16 else host)
     return Rows(data, widen, lead, "host", a.code == V.BF16, a.torch, a.dtype)
-
-
-def _shape(shape: tuple, name: str) -> tuple[tuple, int]:
-    if len(shape) not in (2, 3):
-        raise ValueError(f"{name} must have shape (N, V) or (B, T, V), got shape {shape}")
-    if 0 in shape:
-        raise ValueError(f"{name} is empty (shape {shape})")
-    return shape[:-1], shape[-1]
 
 
 def _empty(rows: Rows, shape: tuple, dtype: Any):

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import is_torch, to_host
+
 # Kernel dtype codes (dense.hpp: tmk::Code).
 F16, BF16, F32, F64 = 0, 1, 2, 3
 _INT_CODES = {np.dtype(t): c for c, t in enumerate(
@@ -37,17 +39,13 @@ class Array:
         return self.data.shape[-1]
 
 
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy")
-
-
 def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
     """``x`` as an ndarray viewing its memory where possible, and whether it was a torch tensor.
 
     A torch bfloat16 tensor comes back as its uint16 bits with dtype kept in
     the name ``"bfloat16"`` via a tagged view (see ``as_array``).
     """
-    if _is_torch(x):
+    if is_torch(x):
         import torch
 
         t = x.detach()
@@ -61,8 +59,6 @@ def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
     if isinstance(x, np.ndarray):
         return x, False
     if hasattr(x, "__cuda_array_interface__") or type(x).__module__.startswith(("numba.cuda", "numba_cuda")):
-        from ._gpu import to_host
-
         return np.asarray(to_host(x)), False
     if hasattr(x, "__array__") or isinstance(x, (list, tuple, numbers.Number)):
         return np.asarray(x), False
@@ -85,12 +81,12 @@ def as_array(x: Any, name: str) -> Array:
     dtype, bfloat16 included), objects with ``__array__`` or ``__dlpack__``,
     and nested lists.
     """
-    a, is_torch = to_numpy(x, name)
+    a, from_torch = to_numpy(x, name)
     if isinstance(a, _BF16Bits):
         import torch
 
         return Array(a.view(np.ndarray), BF16, torch.bfloat16, True)
-    return _from_numpy(a, name, is_torch)
+    return _from_numpy(a, name, from_torch)
 
 
 def _from_numpy(a: np.ndarray, name: str, torch_in: bool = False) -> Array:
@@ -118,14 +114,34 @@ def require_float(a: Array, name: str) -> None:
                         f"got {a.dtype}")
 
 
-def rows3d(a: np.ndarray, name: str, min_ndim: int = 2, max_ndim: int = 3) -> np.ndarray:
-    """View ``a`` (N, V) or (B, T, V) as (B, T, V) with a contiguous last axis (copying only if not)."""
-    if not min_ndim <= a.ndim <= max_ndim:
+def check_rows_shape(shape: tuple, name: str, min_ndim: int = 2, max_ndim: int = 3) -> tuple[tuple, int]:
+    """A non-empty (N, V) or (B, T, V) shape (or the ``ndim`` range asked): (leading axes, V)."""
+    shape = tuple(shape)
+    if not min_ndim <= len(shape) <= max_ndim:
         shapes = {1: "(V,)", 2: "(N, V)", 3: "(B, T, V)"}
         want = " or ".join(shapes.get(d, f"{d}-D") for d in range(min_ndim, max_ndim + 1))
-        raise ValueError(f"{name} must have shape {want}, got shape {a.shape}")
-    if a.size == 0:
-        raise ValueError(f"{name} is empty (shape {a.shape})")
+        raise ValueError(f"{name} must have shape {want}, got shape {shape}")
+    if 0 in shape:
+        raise ValueError(f"{name} is empty (shape {shape})")
+    return shape[:-1], shape[-1]
+
+
+def check_device_float(dtype: Any, name: str) -> np.dtype:
+    """The dtype of a float array already on the GPU (CuPy/Numba: no bfloat16 there, that comes via torch)."""
+    dt = np.dtype(dtype)
+    if dt not in (np.float16, np.float32, np.float64):
+        raise TypeError(f"{name} must hold float16, float32 or float64 on the GPU (bfloat16 via torch), got {dt}")
+    return dt
+
+
+def check_torch_float(t: Any, name: str) -> None:
+    if t.is_complex() or not t.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+
+
+def rows3d(a: np.ndarray, name: str, min_ndim: int = 2, max_ndim: int = 3) -> np.ndarray:
+    """View ``a`` (N, V) or (B, T, V) as (B, T, V) with a contiguous last axis (copying only if not)."""
+    check_rows_shape(a.shape, name, min_ndim, max_ndim)
     v = a.reshape((1,) * (3 - a.ndim) + a.shape) if a.ndim < 3 else a
     if v.strides[-1] != v.itemsize:  # e.g. a reversed or strided class axis
         v = np.ascontiguousarray(v)
@@ -202,6 +218,33 @@ def check_choice(value: Any, name: str, options: tuple) -> str:
     return value
 
 
+def check_real(v: Any, name: str, *, positive: bool = False, open_unit: bool = False,
+               exc: type = TypeError) -> float:
+    """A real number (bools are not); ``positive``: > 0; ``open_unit``: in (0, 1).
+
+    Out-of-range values are a ValueError; ``exc`` is raised for a non-number.
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        what = "a positive number" if positive else "a number in (0, 1)" if open_unit else "a number"
+        raise exc(f"{name} must be {what}, got {v!r}")
+    if positive and not v > 0:
+        raise ValueError(f"{name} must be a positive number, got {v!r}")
+    if open_unit and not 0 < v < 1:
+        raise ValueError(f"{name} must be a number in (0, 1), got {v!r}")
+    return float(v)
+
+
+def check_random_state(seed: Any, name: str = "random_state") -> np.random.RandomState:
+    """scikit-learn's rule: None -> the global RandomState, int -> a new one, RandomState -> itself."""
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+        return np.random.RandomState(int(seed))
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"{name} must be None, an int or a numpy RandomState; got {seed!r}")
+
+
 def check_threads(num_threads: Any) -> int:
     """None -> every core; else a positive int."""
     if num_threads is None:
@@ -212,7 +255,12 @@ def check_threads(num_threads: Any) -> int:
     return n
 
 
-def as_weights(w: Any, n: int, name: str = "sample_weight") -> np.ndarray:
+def as_weights(w: Any, n: int, name: str = "sample_weight", counted: np.ndarray | None = None) -> np.ndarray:
+    """Per-row weights of shape (n,), real numbers in their own dtype.
+
+    With ``counted`` (a boolean mask of the rows), the counted rows' weights
+    must be finite and non-negative.
+    """
     a = to_numpy(w, name)[0]
     if isinstance(a, _BF16Bits):
         a = a.view(np.ndarray).astype(np.uint32) << 16
@@ -221,6 +269,10 @@ def as_weights(w: Any, n: int, name: str = "sample_weight") -> np.ndarray:
         raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
     if a.shape != (n,):
         raise ValueError(f"{name} has shape {a.shape}, expected ({n},)")
+    if counted is not None:
+        live = a[counted]
+        if not np.all(np.isfinite(live)) or (live < 0).any():
+            raise ValueError(f"{name} must be finite and non-negative")
     return a
 
 

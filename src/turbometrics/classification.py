@@ -9,6 +9,7 @@ from . import _gpu
 from . import _validate as V
 from ._ext import _dense
 from ._kernels import rank as _rank
+from ._metric import Metric, Plan, concat, one_score, ratios
 
 TIES = ("sklearn", "optimistic", "pessimistic")
 # (count ties before the target, count ties after it) for each rule.
@@ -111,43 +112,209 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
     return V.wrap(r.reshape(a.data.shape[:-1]), a)
 
 
-def _average(values: np.ndarray, counted: np.ndarray, sample_weight: Any) -> float:
+def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None) -> float:
     """np.average over counted rows, as scikit-learn does (same operations, same bits)."""
-    c = counted.reshape(-1)
-    if sample_weight is None:
-        return float(np.average(values[c])) if c.any() else float("nan")
-    w = V.as_weights(sample_weight, c.size)
-    w = w[c]
-    if not np.all(np.isfinite(w)) or (w < 0).any():
-        raise ValueError("sample_weight must be finite and non-negative")
+    if weights is None:
+        return float(np.average(values[counted])) if counted.any() else float("nan")
+    w = weights[counted]
     if w.sum() == 0:
         raise ValueError("sample_weight sums to zero over the counted rows")
-    return float(np.average(values[c], weights=w))
+    return float(np.average(values[counted], weights=w))
+
+
+class _RankMetric(Metric):
+    """A score of the true class's rank per row (``target_rank``), averaged over counted rows.
+
+    State: the rank of each row (-1 where ignored) and the rows' weights if given.
+    Without ``sample_weight`` the result is the same in any merge order; with
+    weights it is ``np.average`` over the rows in update/merge order (as the
+    one-shot function is over its rows).
+    """
+
+    _state = {"_ranks": list, "_weights": list}
+
+    def __init__(self, ties: str = "sklearn", ignore_index: int | None = None):
+        self.ties = V.check_choice(ties, "ties", TIES)
+        self.ignore_index = ignore_index if ignore_index is None else V.check_int(ignore_index, "ignore_index")
+        self.reset()
+
+    def _check_classes(self, n_classes: int) -> None:
+        """Options that depend on the number of classes (k for top-k accuracy)."""
+
+    def _stats(self, scores, targets, sample_weight, num_threads, device):
+        r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
+        self._check_classes(a.n_classes)
+        w = None if sample_weight is None else V.as_weights(sample_weight, r.size, counted=counted.reshape(-1))
+        return r, w
+
+    def update(self, scores: Any, targets: Any, sample_weight: Any = None, *, num_threads: int | None = None,
+               device: str | None = None) -> "_RankMetric":
+        """Add rows: scores (N, C) or (B, T, C), targets, optional per-row weights (as the one-shot function)."""
+        return self._fold(self._stats(scores, targets, sample_weight, num_threads, device))
+
+    def _state_arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        r = concat(self._ranks, np.zeros(0, np.int64))
+        weighted = {w is not None for w in self._weights}
+        if len(weighted) > 1:
+            raise ValueError("sample_weight was given for some updates and not for others")
+        return r, (concat(self._weights, np.zeros(0)) if weighted == {True} else None)
+
+    def _values(self, r: np.ndarray) -> list[np.ndarray]:  # pragma: no cover - each subclass defines it
+        """The per-row values averaged (one array per score), from the ranks."""
+        raise NotImplementedError
+
+    def _several(self) -> bool:
+        """Whether the result is a list of scores (top-k accuracy at several k) rather than one."""
+        return False
+
+    def _results(self) -> list[float]:
+        r, w = self._state_arrays()
+        counted = r >= 0
+        return [_average(v, counted, w) for v in self._values(r)]
+
+    def _plan(self) -> Plan:
+        """Rows: (value at each k / reciprocal rank, 1) per counted row, times its weight if weighted."""
+        r, w = self._state_arrays()
+        counted = r >= 0
+        values = self._values(r[counted])
+        rows = np.stack(values + [np.ones(int(counted.sum()), values[0].dtype)], axis=1)
+        if w is not None:
+            rows = rows * w[counted][:, None]
+        rows = np.ascontiguousarray(rows, dtype=np.int64 if rows.dtype == bool else np.float64)
+        point = np.array(self._results(), dtype=np.float64)
+        wrap = (lambda make: [make(slice(i, i + 1), lambda a: float(a[0])) for i in range(len(values))]
+                ) if self._several() else one_score
+        return Plan(rows, ratios, point, tuple(range(len(values))), wrap)
+
+
+class TopKAccuracy(_RankMetric):
+    """Top-k accuracy over chunks of rows; ``compute()`` equals ``tm.topk_accuracy`` on all the rows.
+
+    Options as in ``topk_accuracy``; ``k`` may be a tuple/list (then ``compute``
+    gives an ndarray, one accuracy per k, from the one pass of ranks).
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> acc = tm.metrics.TopKAccuracy(k=1)
+    >>> acc = acc.update(np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([1, 1]))
+    >>> acc.update(np.array([[0.3, 0.7]]), np.array([1])).compute()
+    0.6666666666666666
+    """
+
+    def __init__(self, k: int | Sequence[int] = 5, ties: str = "sklearn", ignore_index: int | None = None):
+        for kk in (k if isinstance(k, (tuple, list)) else [k]):
+            V.check_int(kk, "k")
+        self.k = k
+        super().__init__(ties, ignore_index)
+
+    def _check_classes(self, n_classes: int) -> None:
+        for kk in (self.k if self._several() else [self.k]):
+            V.check_k(kk, n_classes)
+
+    def _several(self) -> bool:
+        return isinstance(self.k, (tuple, list))
+
+    def _values(self, r: np.ndarray) -> list[np.ndarray]:
+        return [r < kk for kk in (self.k if self._several() else [self.k])]
+
+    def compute(self) -> float | np.ndarray:
+        """The accuracy (a float), or an ndarray of accuracies for a tuple/list ``k``; NaN if no row counted."""
+        out = self._results()
+        return np.array(out) if self._several() else out[0]
+
+
+class MeanReciprocalRank(_RankMetric):
+    """Mean reciprocal rank over chunks of rows; ``compute()`` equals ``tm.mean_reciprocal_rank``.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.metrics.MeanReciprocalRank().update(np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([1, 1])).compute()
+    0.75
+    """
+
+    def _values(self, r: np.ndarray) -> list[np.ndarray]:
+        return [1.0 / (np.maximum(r, 0) + 1.0)]  # -1 = ignored row
+
+    def compute(self) -> float:
+        """The mean of 1 / (rank + 1) over the counted rows (NaN if none)."""
+        return self._results()[0]
 
 
 def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: str = "sklearn",
                   sample_weight: Any = None, ignore_index: int | None = None,
-                  *, num_threads: int | None = None, device: str | None = None):
-    """Fraction of rows whose true class ranks in the top ``k`` (see ``target_rank`` for ``ties``).
+                  *, num_threads: int | None = None, device: str | None = None) -> float | np.ndarray:
+    """Fraction of rows whose true class ranks in the top ``k``.
 
     With the default ``ties="sklearn"`` this equals
     ``sklearn.metrics.top_k_accuracy_score(targets, scores, k=k, labels=range(C),
-    sample_weight=sample_weight)`` exactly. Rows whose target equals
-    ``ignore_index`` are left out (numerator and denominator). A tuple/list
-    ``k`` gives an ndarray of accuracies, all from the one pass of ranks.
-    If every row is ignored the result is NaN. GPU input is ranked on the GPU.
+    sample_weight=sample_weight)`` exactly.
+
+    Parameters
+    ----------
+    scores : array-like (N, C) or (B, T, C)
+        float16/bfloat16/float32/float64 or integer scores (ndarray, torch
+        tensor, list; a CUDA tensor / CuPy / Numba device array is ranked on the GPU).
+    targets : array-like (N,) or (B, T)
+        True class per row, any integer dtype, in [0, C) unless ignored.
+    k : int or tuple/list of int
+        A tuple/list gives an ndarray of accuracies, all from one pass of ranks.
+    ties : {"sklearn", "optimistic", "pessimistic"}
+        How equal scores rank (see ``target_rank``).
+    sample_weight : array-like (rows,), optional
+        Finite, non-negative weights per row.
+    ignore_index : int, optional
+        Rows whose target equals it are left out (numerator and denominator).
+    num_threads : int, optional
+        CPU threads (default: every core); results do not depend on it.
+    device : {"cpu", "cuda"}, optional
+        Force a side (default: where the scores are).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        NaN if every row is ignored.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-numeric scores, non-integer or out-of-range targets, shapes
+        that do not match, ``k`` outside [1, C], bad weights or options.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> scores = np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3], [0.2, 0.2, 0.6]])
+    >>> tm.topk_accuracy(scores, [2, 0, 1], k=1)
+    0.3333333333333333
+    >>> tm.topk_accuracy(scores, [2, 0, 1], k=(1, 2))
+    array([0.33333333, 0.66666667])
     """
-    r, counted, a = _ranks(scores, targets, ties, ignore_index, num_threads, device)
-    n_classes = a.n_classes
-    ks = [V.check_k(kk, n_classes) for kk in k] if isinstance(k, (tuple, list)) else None
-    if ks is None:
-        return _average(r < V.check_k(k, n_classes), counted, sample_weight)
-    return np.array([_average(r < kk, counted, sample_weight) for kk in ks])
+    return TopKAccuracy(k, ties, ignore_index).update(scores, targets, sample_weight, num_threads=num_threads,
+                                                      device=device).compute()
 
 
 def mean_reciprocal_rank(scores: Any, targets: Any, ties: str = "sklearn", sample_weight: Any = None,
                          ignore_index: int | None = None, *, num_threads: int | None = None,
                          device: str | None = None) -> float:
-    """Mean of 1 / (rank + 1) of the true class (ranks and ties as in ``target_rank``)."""
-    r, counted, _ = _ranks(scores, targets, ties, ignore_index, num_threads, device)
-    return _average(1.0 / (np.maximum(r, 0) + 1.0), counted, sample_weight)  # -1 = ignored row
+    """Mean of 1 / (rank + 1) of the true class over the rows (ranks and ties as in ``target_rank``).
+
+    Parameters
+    ----------
+    scores, targets, ties, sample_weight, ignore_index, num_threads, device
+        As in ``topk_accuracy``.
+
+    Returns
+    -------
+    float
+        NaN if every row is ignored.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.mean_reciprocal_rank(np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]]), [2, 0])
+    0.75
+    """
+    return MeanReciprocalRank(ties, ignore_index).update(scores, targets, sample_weight, num_threads=num_threads,
+                                                         device=device).compute()

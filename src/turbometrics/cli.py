@@ -68,12 +68,6 @@ def _text_inputs(args) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
     return systems, refs
 
 
-def _with_test(signature: str, fields: str) -> str:
-    """sacrebleu puts bs:/ar:/seed: right after nrefs:."""
-    head, _, rest = signature.partition("|")
-    return f"{head}|{fields}|{rest}"
-
-
 def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict]:
     """sacrebleu's score line (``Score.format``) and its JSON fields."""
     pair = None if ci is None else (ci.mean, ci.ci)
@@ -84,9 +78,7 @@ def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict
         d.update(confidence_mean=float(mean), confidence_var=float(var), confidence=f"μ = {mean} ± {var}")
     if score.verbose:
         d["verbose_score"] = score.verbose
-    for field in signature.split("|"):
-        key, value = field.split(":")
-        d[key] = value
+    d.update(signature.fields)
     return text, d
 
 
@@ -106,7 +98,7 @@ def _run_text(args, make: Callable[[], Any]) -> str:
         results = [paired_test(accs[0], a, method=method, n_resamples=n, seed=args.seed, mode="sacrebleu")
                    for a in accs[1:]]
         score0 = accs[0].compute()
-        sig = _with_test(score0.signature, f"{'bs' if args.paired_bs else 'ar'}:{n}|seed:{seed_str}")
+        sig = score0.signature.insert_after("nrefs", **{"bs" if args.paired_bs else "ar": n, "seed": seed_str})
         return _paired_report(args, [p for p, _ in systems], score0.name, sig, results)
     out_text, out_json = [], []
     for (path, _), acc in zip(systems, accs):
@@ -114,7 +106,7 @@ def _run_text(args, make: Callable[[], Any]) -> str:
         sig = score.signature
         if args.confidence:
             ci = bootstrap_ci(acc, n_resamples=args.confidence_n, seed=args.seed, mode="sacrebleu")
-            sig = _with_test(sig, f"bs:{args.confidence_n}|seed:{seed_str}")
+            sig = sig.insert_after("nrefs", bs=args.confidence_n, seed=seed_str)
         text, d = _score_record(score, args.width, sig, ci)
         if len(systems) > 1:
             text, d = f"{path}: {text}", {"system": path, **d}

@@ -22,6 +22,7 @@ import copy
 from typing import Any, Callable, Sequence
 
 from . import metrics as M
+from ._metric import Metric
 
 __all__ = ["accumulate", "corpus_bleu", "corpus_chrf", "rouge", "perplexity", "topk_accuracy"]
 
@@ -40,21 +41,21 @@ def _partitions(collection: Any) -> list:
     return list(collection.to_delayed())
 
 
-def _fill(accumulator: M._Accumulator, part: Any, update: Callable) -> M._Accumulator:
+def _fill(accumulator: Metric, part: Any, update: Callable) -> Metric:
     acc = copy.deepcopy(accumulator).reset()
     update(acc, part)
     return acc
 
 
-def _merge(*states: M._Accumulator) -> M._Accumulator:
+def _merge(*states: Metric) -> Metric:
     out = states[0]
     for s in states[1:]:
         out = out.merge(s)
     return out
 
 
-def accumulate(collection: Any, accumulator: M._Accumulator, update: Callable[[Any, Any], Any], *,
-               split_every: int = 8, **compute_kwargs: Any) -> M._Accumulator:
+def accumulate(collection: Any, accumulator: Metric, update: Callable[[Any, Any], Any], *,
+               split_every: int = 8, **compute_kwargs: Any) -> Metric:
     """Fill a copy of ``accumulator`` per partition with ``update(acc, partition)``; merge; return it.
 
     ``partition`` is what Dask holds (a list of items for a bag, a pandas
@@ -62,7 +63,7 @@ def accumulate(collection: Any, accumulator: M._Accumulator, update: Callable[[A
     partition order. ``compute_kwargs`` go to ``dask.compute`` (``scheduler=``...).
     """
     dask = _dask()
-    if not isinstance(accumulator, M._Accumulator):
+    if not isinstance(accumulator, Metric):
         raise TypeError(f"accumulator must be a tm.metrics accumulator, got {type(accumulator).__name__}")
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")

@@ -17,42 +17,73 @@ import numpy as np
 
 from . import _gpu
 from . import _validate as V
-from ._exact import exact_sum
+from ._exact import ExactSum, exact_sum
 from ._ext import _dense
+from ._metric import Metric, Plan, concat, one_score, ratios
 
 REDUCTIONS = ("token", "sequence", "none")
+INPUTS = ("logits", "log_probs", "probs", "nll")
 
 
 def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
               *, num_threads: int | None = None, device: str | None = None):
     """``-log_softmax(logits)[target]`` per position, as float64 (0 at ignored/masked positions).
 
-    ``logits`` (N, V) or (B, T, V) in float16, bfloat16, float32 or float64;
-    ``targets`` (N,) or (B, T) of any integer dtype. Equals
-    ``F.cross_entropy(logits, targets, reduction="none", ignore_index=...)``,
-    computed in float32 (float64 for float64 logits) and summed in float64.
-    GPU input (a CUDA tensor, CuPy or Numba device array) runs on the GPU and
-    the result stays there, in the input's type; ``device`` ("cpu"/"cuda") forces a side.
+    Equals ``F.cross_entropy(logits, targets, reduction="none", ignore_index=...)``,
+    computed in float32 (float64 for float64 logits) and summed in float64,
+    each row of logits read once.
+
+    Parameters
+    ----------
+    logits : array-like (N, V) or (B, T, V)
+        float16, bfloat16, float32 or float64 (ndarray, torch tensor, ml_dtypes;
+        a CUDA tensor, CuPy or Numba device array runs on the GPU).
+    targets : array-like (N,) or (B, T)
+        Any integer dtype, in [0, V) where counted.
+    ignore_index : int, optional
+        Positions whose target equals it are not counted.
+    mask : array-like of bool, optional
+        Shaped like ``targets``; False = not counted.
+    num_threads : int, optional
+        CPU threads (default: every core); results do not depend on it.
+    device : {"cpu", "cuda"}, optional
+        Force a side (default: where the logits are).
+
+    Returns
+    -------
+    numpy.ndarray or tensor
+        float64, shaped like ``targets`` (a tensor for tensor input; on the
+        device, in the input's type, for GPU input).
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.token_nll(np.log(np.array([[0.5, 0.25, 0.25]], np.float32)), [0]).round(6)
+    array([0.693147])
     """
     if _gpu.use_gpu(device, logits, targets):
         out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
         return _gpu.give_back(out, rows, counted.shape)
-    nll, _, a = _nll(logits, targets, ignore_index, mask, num_threads)
+    nll, _, a = _host_nll(logits, targets, ignore_index, mask, num_threads)
     return V.wrap(nll, a)
 
 
-def _nll(logits, targets, ignore_index, mask, num_threads, device=None):
-    """Per-token NLL on the host (float64), the counted mask, and the validated input."""
-    if _gpu.use_gpu(device, logits, targets):
-        out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
-        return out.copy_to_host().reshape(counted.shape), counted, rows
+def _host_nll(logits, targets, ignore_index, mask, num_threads):
+    """Per-token NLL by the CPU kernel (float64), the counted mask, and the validated logits."""
     a = V.as_array(logits, "logits")
     V.require_float(a, "logits")
     x = V.rows3d(a.data, "logits")
-    t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index,
-                                mask=mask)
+    t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
     nll = _dense.nll_rows(x, a.code, t64, V.check_threads(num_threads))
     return nll.reshape(counted.shape), counted, a
+
+
+def _nll(logits, targets, ignore_index, mask, num_threads, device):
+    """Per-token NLL on the host (float64) and the counted mask, from the GPU or the CPU kernel."""
+    if _gpu.use_gpu(device, logits, targets):
+        out, counted, _ = _gpu.nll(logits, targets, ignore_index, mask)
+        return out.copy_to_host().reshape(counted.shape), counted
+    return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 
 def _sequence_means(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,42 +92,6 @@ def _sequence_means(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, n
     n = counted.reshape(nll2.shape).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return nll2.sum(axis=1) / n, n
-
-
-def _sequence_ppl(means: np.ndarray, counts: np.ndarray) -> float:
-    """exp of the mean over the sequences that count any token (a NaN among them gives NaN)."""
-    live = counts > 0
-    return float(np.exp(exact_sum(means[live]) / int(live.sum()))) if live.any() else float("nan")
-
-
-def _reduce(nll: np.ndarray, counted: np.ndarray, reduction: str):
-    """Perplexity from per-token NLL (float64) and the counted mask, both (T,) or (B, T).
-
-    Totals are exactly rounded sums (``_exact``), so streaming accumulators that
-    see the same tokens in any chunks and merge order give the same bits.
-    """
-    if reduction == "token":
-        n = int(counted.sum())
-        return float(np.exp(exact_sum(nll[counted]) / n)) if n else float("nan")
-    means, counts = _sequence_means(nll, counted)
-    return np.exp(means) if reduction == "none" else _sequence_ppl(means, counts)
-
-
-def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
-               reduction: str = "token", *, num_threads: int | None = None, device: str | None = None):
-    """Perplexity of ``targets`` under ``logits`` without materialising a softmax.
-
-    reduction:
-      * ``"token"``: ``exp(total NLL / counted tokens)`` (torch, torchmetrics, HF).
-      * ``"sequence"``: ``exp(mean over sequences of each sequence's mean NLL)``;
-        sequences with no counted token are left out.
-      * ``"none"``: per-sequence perplexities, float64 (B,) (NaN where nothing counted).
-    (N, V) logits are one sequence. Returns a float (an ndarray for ``"none"``).
-    GPU input runs on the GPU (see ``token_nll``); only per-token NLLs come back.
-    """
-    V.check_choice(reduction, "reduction", REDUCTIONS)
-    nll, counted, _ = _nll(logits, targets, ignore_index, mask, num_threads, device)
-    return _reduce(nll, counted, reduction)
 
 
 def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
@@ -132,35 +127,205 @@ def _values(x: Any, name: str, mask: Any):
     return _to_float64(a.data, a.code), counted
 
 
+class Perplexity(Metric):
+    """Perplexity over chunks of logits (or log-probabilities, probabilities, NLLs).
+
+    ``compute()`` equals ``tm.perplexity`` (``tm.perplexity_from_*`` for the
+    other ``input`` kinds) on all the data. The state is an exactly rounded
+    NLL sum (``_exact.ExactSum``) and each sequence's mean NLL and token
+    count: the same bits in any chunking and merge order.
+
+    Parameters
+    ----------
+    ignore_index : int, optional
+        Positions whose target equals it are not counted.
+    reduction : {"token", "sequence", "none"}
+        As in ``perplexity``.
+    input : {"logits", "log_probs", "probs", "nll"}
+        What ``update`` is given: logits (N, V) or (B, T, V) with targets;
+        log-probabilities or probabilities likewise (probabilities may also
+        come already gathered, (N,) or (B, T), without targets); per-token
+        NLLs (N,) or (B, T) without targets.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> ppl = tm.metrics.Perplexity()
+    >>> ppl = ppl.update(np.zeros((2, 4), np.float32), [0, 1])
+    >>> ppl.update(np.zeros((1, 4), np.float32), [3]).compute()
+    4.0
+    """
+
+    _state = {"_total": ExactSum, "_means": list, "_counts": list}
+
+    def __init__(self, ignore_index: int | None = None, reduction: str = "token", input: str = "logits"):
+        V.check_choice(reduction, "reduction", REDUCTIONS)
+        V.check_choice(input, "input", INPUTS)
+        if ignore_index is not None:
+            V.check_int(ignore_index, "ignore_index")
+            if input == "nll":
+                raise ValueError("ignore_index needs targets; per-token NLLs take a mask instead")
+        self.ignore_index, self.reduction, self.input = ignore_index, reduction, input
+        self.reset()
+
+    def _token_nll(self, x, targets, mask, num_threads, device) -> tuple[np.ndarray, np.ndarray]:
+        kind = self.input
+        if kind == "nll" or (kind == "probs" and targets is None):
+            if targets is not None:
+                raise ValueError("per-token NLLs take no targets")
+            if self.ignore_index is not None:
+                raise ValueError("ignore_index needs targets; use mask with gathered probabilities")
+            v, counted = _values(x, kind, mask)
+        elif targets is None:
+            raise TypeError(f"targets is required for input={kind!r}")
+        elif kind == "logits":
+            return _nll(x, targets, self.ignore_index, mask, num_threads, device)
+        else:
+            v, counted = _gather(x, targets, self.ignore_index, mask, kind)
+        if kind == "nll":
+            return v, counted
+        if kind == "log_probs":
+            return -v, counted
+        with np.errstate(divide="ignore"):
+            return -np.log(v), counted
+
+    def _stats(self, x, targets, mask, num_threads, device):
+        nll, counted = self._token_nll(x, targets, mask, num_threads, device)
+        means, counts = _sequence_means(nll, counted)
+        return nll[counted], means, counts
+
+    def update(self, logits: Any, targets: Any = None, mask: Any = None, *, num_threads: int | None = None,
+               device: str | None = None) -> "Perplexity":
+        """Add tokens: ``logits`` (or what ``input`` names), targets and an optional mask, as ``perplexity``."""
+        return self._fold(self._stats(logits, targets, mask, num_threads, device))
+
+    def _sequences(self) -> tuple[np.ndarray, np.ndarray]:
+        return concat(self._means, np.zeros(0)), concat(self._counts, np.zeros(0, np.int64))
+
+    def compute(self) -> float | np.ndarray:
+        """The perplexity (a float; per-sequence float64 (B,) for ``reduction="none"``)."""
+        means, counts = self._sequences()
+        if self.reduction == "token":  # the token count is the sum of the sequences' counts
+            n = int(counts.sum())
+            return float(np.exp(self._total.value() / n)) if n else float("nan")
+        if self.reduction == "none":
+            return np.exp(means)
+        live = counts > 0  # "sequence": the mean over sequences that count any token
+        return float(np.exp(exact_sum(means[live]) / int(live.sum()))) if live.any() else float("nan")
+
+    def _plan(self) -> Plan:
+        """Rows per sequence: (NLL sum, tokens) for "token", (mean NLL, 1) for "sequence"."""
+        if self.reduction == "none":
+            raise ValueError("reduction='none' has no single score to resample; use 'token' or 'sequence'")
+        means, counts = self._sequences()
+        live = counts > 0
+        m, c = means[live], counts[live].astype(np.float64)
+        rows = np.stack([m * c, c] if self.reduction == "token" else [m, np.ones_like(m)], axis=1)
+        return Plan(rows, lambda s: np.exp(ratios(s)), np.array([self.compute()]), (0,), one_score)
+
+
+def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
+               reduction: str = "token", *, num_threads: int | None = None, device: str | None = None):
+    """Perplexity of ``targets`` under ``logits`` without materialising a softmax.
+
+    Parameters
+    ----------
+    logits, targets, ignore_index, mask, num_threads, device
+        As in ``token_nll``; (N, V) logits are one sequence. GPU input runs on
+        the GPU; only per-token NLLs come back.
+    reduction : {"token", "sequence", "none"}
+        ``"token"``: ``exp(total NLL / counted tokens)`` (torch, torchmetrics,
+        HF). ``"sequence"``: ``exp(mean over sequences of each sequence's mean
+        NLL)``; sequences with no counted token are left out. ``"none"``:
+        per-sequence perplexities, float64 (B,) (NaN where nothing counted).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        NaN over zero counted tokens; NaN if a counted row holds NaN or +inf.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-float logits, non-integer or out-of-range targets, shapes that
+        do not match, or an unknown reduction.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.perplexity(np.zeros((3, 4), np.float32), [0, 1, 2])  # uniform over 4 classes
+    4.0
+    """
+    return Perplexity(ignore_index, reduction).update(logits, targets, mask, num_threads=num_threads,
+                                                      device=device).compute()
+
+
 def perplexity_from_log_probs(log_probs: Any, targets: Any, ignore_index: int | None = None,
                               mask: Any = None, reduction: str = "token") -> Any:
-    """Perplexity from log-probabilities (N, V) or (B, T, V) (e.g. ``log_softmax`` output)."""
-    V.check_choice(reduction, "reduction", REDUCTIONS)
-    lp, counted = _gather(log_probs, targets, ignore_index, mask, "log_probs")
-    return _reduce(-lp, counted, reduction)
+    """Perplexity from log-probabilities (N, V) or (B, T, V) (e.g. ``log_softmax`` output).
+
+    Parameters
+    ----------
+    log_probs : array-like (N, V) or (B, T, V) of floats
+    targets, ignore_index, mask, reduction
+        As in ``perplexity``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.perplexity_from_log_probs(np.log(np.full((2, 4), 0.25)), [0, 3])
+    4.0
+    """
+    return Perplexity(ignore_index, reduction, "log_probs").update(log_probs, targets, mask).compute()
 
 
 def perplexity_from_probs(probs: Any, targets: Any = None, ignore_index: int | None = None,
                           mask: Any = None, reduction: str = "token") -> Any:
     """Perplexity from probabilities.
 
-    With ``targets``: ``probs`` is a full distribution (N, V) or (B, T, V).
-    Without: ``probs`` holds the already-gathered probability of each true
-    token, (N,) or (B, T) (``ignore_index`` does not apply; use ``mask``).
+    Parameters
+    ----------
+    probs : array-like of floats
+        With ``targets``: a full distribution (N, V) or (B, T, V). Without:
+        the already-gathered probability of each true token, (N,) or (B, T)
+        (``ignore_index`` does not apply; use ``mask``).
+    targets, ignore_index, mask, reduction
+        As in ``perplexity``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.perplexity_from_probs([0.5, 0.125])
+    4.0
     """
-    V.check_choice(reduction, "reduction", REDUCTIONS)
-    if targets is None:
-        if ignore_index is not None:
-            raise ValueError("ignore_index needs targets; use mask with gathered probabilities")
-        p, counted = _values(probs, "probs", mask)
-    else:
-        p, counted = _gather(probs, targets, ignore_index, mask, "probs")
-    with np.errstate(divide="ignore"):
-        return _reduce(-np.log(p), counted, reduction)
+    return Perplexity(ignore_index, reduction, "probs").update(probs, targets, mask).compute()
 
 
 def perplexity_from_nll(nll: Any, mask: Any = None, reduction: str = "token") -> Any:
-    """Perplexity from per-token negative log-likelihoods (N,) or (B, T) (natural log)."""
-    V.check_choice(reduction, "reduction", REDUCTIONS)
-    v, counted = _values(nll, "nll", mask)
-    return _reduce(v, counted, reduction)
+    """Perplexity from per-token negative log-likelihoods (natural log).
+
+    Parameters
+    ----------
+    nll : array-like (N,) or (B, T) of floats
+    mask, reduction
+        As in ``perplexity``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.perplexity_from_nll(np.log([2.0, 8.0]))
+    4.0
+    """
+    return Perplexity(reduction=reduction, input="nll").update(nll, mask=mask).compute()

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from . import _gpu
 from . import _validate as V
+from ._arrays import is_torch, to_host
 from ._exact import ExactSum
 from .language_model import token_nll
 
@@ -53,9 +53,9 @@ def windows(length: int, max_length: int, stride: int, seq: int = 0) -> Iterator
 def _sequences(token_ids: Any, ignore_index: int | None) -> list[np.ndarray]:
     """One id sequence or a list of them (ragged), as int64 host arrays (ids >= 0 or ignore_index)."""
     if isinstance(token_ids, (list, tuple)) and token_ids and not np.isscalar(token_ids[0]):
-        seqs = [V.as_int_array(_gpu.to_host(s), f"token_ids[{i}]") for i, s in enumerate(token_ids)]
+        seqs = [V.as_int_array(to_host(s), f"token_ids[{i}]") for i, s in enumerate(token_ids)]
     else:
-        a = V.as_int_array(_gpu.to_host(token_ids), "token_ids")
+        a = V.as_int_array(to_host(token_ids), "token_ids")
         if a.ndim not in (1, 2):
             raise ValueError(f"token_ids must be one sequence (T,), a batch (B, T) or a list of sequences; "
                              f"got shape {a.shape}")
@@ -102,7 +102,7 @@ def _caller(model: Callable, like: Any, device: Any) -> Callable[[np.ndarray], A
             with torch.inference_mode():
                 return _logits_of(model(torch.from_numpy(ids).to(dev)))
         return call_module
-    if torch is not None and (V._is_torch(like) or device is not None):
+    if torch is not None and (is_torch(like) or device is not None):
         dev = device or like.device
         return lambda ids: _logits_of(model(torch.from_numpy(ids).to(dev)))
     return lambda ids: _logits_of(model(ids))
@@ -175,7 +175,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
         ids, targets = _batch(seqs, batch, ignore_index)
         logits = call(ids)
         _check_logits(logits, ids.shape)
-        nll = np.asarray(_gpu.to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
+        nll = np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
         del logits  # before the next forward pass: one batch of logits alive at a time
         scored = targets != _IGNORE
         for row, w in enumerate(batch):

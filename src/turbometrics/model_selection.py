@@ -16,18 +16,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import _validate as V
+
 __all__ = ["KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold"]
-
-
-def check_random_state(seed: Any) -> np.random.RandomState:
-    """scikit-learn's rule: None -> the global RandomState, int -> a new one, RandomState -> itself."""
-    if seed is None or seed is np.random:
-        return np.random.mtrand._rand
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        return np.random.RandomState(int(seed))
-    if isinstance(seed, np.random.RandomState):
-        return seed
-    raise ValueError(f"random_state must be None, an int or a numpy RandomState; got {seed!r}")
 
 
 def _n_samples(X: Any) -> int:
@@ -106,7 +97,7 @@ class KFold(_BaseKFold):
     def _test_masks(self, n, y, groups):
         indices = np.arange(n)
         if self.shuffle:
-            check_random_state(self.random_state).shuffle(indices)
+            V.check_random_state(self.random_state).shuffle(indices)
         sizes = np.full(self.n_splits, n // self.n_splits, dtype=int)
         sizes[: n % self.n_splits] += 1
         stops = np.cumsum(sizes)
@@ -131,7 +122,7 @@ class StratifiedKFold(_BaseKFold):
             raise ValueError("StratifiedKFold needs class labels (binary or multiclass y), got continuous values")
         if y.dtype.kind not in "iufbUSO":
             raise ValueError(f"y must hold class labels, got dtype {y.dtype}")
-        rng = check_random_state(self.random_state)
+        rng = V.check_random_state(self.random_state)
         _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
         _, class_perm = np.unique(first, return_inverse=True)
         encoded = class_perm[inverse.reshape(-1)]
@@ -176,7 +167,7 @@ class GroupKFold(_BaseKFold):
             raise ValueError(f"cannot have n_splits={self.n_splits} greater than the number of groups: "
                              f"{len(unique)}")
         if self.shuffle:
-            perm = check_random_state(self.random_state).permutation(unique)
+            perm = V.check_random_state(self.random_state).permutation(unique)
             return (np.isin(groups, ids) for ids in np.array_split(perm, self.n_splits))
         sizes = np.bincount(group_idx)
         order = np.argsort(sizes, kind="stable")[::-1]
@@ -208,7 +199,7 @@ class RepeatedKFold:
         return self.n_splits * self.n_repeats
 
     def split(self, X: Any, y: Any = None, groups: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        rng = check_random_state(self.random_state)
+        rng = V.check_random_state(self.random_state)
         for _ in range(self.n_repeats):
             yield from KFold(self.n_splits, shuffle=True, random_state=rng).split(X, y, groups)
 

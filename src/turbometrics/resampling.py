@@ -32,27 +32,17 @@ import math
 import statistics
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import numpy as np
 
 from . import _validate as V
+from ._metric import Metric, Plan
 
 __all__ = ["bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult"]
 
 MODES = ("default", "sacrebleu", "rouge_score")
 _CHUNK_DRAWS = 1 << 23  # indices held at once in the default mode (64 MiB of int64)
-
-
-class Plan(NamedTuple):
-    """What an accumulator gives resampling (built by each ``tm.metrics`` class)."""
-
-    rows: np.ndarray                              # (n, k) int64 or float64, one row per item
-    score: Callable[[np.ndarray], np.ndarray]     # (m, k) summed rows -> (m, j) float64 scores
-    point: np.ndarray                             # (j,) exact scores on all items
-    primary: tuple[int, ...]                      # the score columns a paired test may compare
-    wrap: Callable[[Callable[[Any], "ConfidenceInterval"]], Any]  # columns -> the user's result shape
-    sacrebleu_score: Callable[[np.ndarray], Any] | None = None    # float32 row -> sacrebleu's score
 
 
 @dataclass(frozen=True)
@@ -106,23 +96,35 @@ class PairedTestResult:
         return s if self.mean is None else s + f"; μ = {self.mean:.2f} ± {self.ci:.2f}"
 
 
-def _plan_of(acc: Any) -> Plan:
-    if not hasattr(acc, "_plan"):
-        raise TypeError(f"expected an accumulator from tm.metrics, got {type(acc).__name__}")
+def _plan_of(acc: Any, mode: str) -> Plan:
+    if not isinstance(acc, Metric):
+        raise TypeError(f"expected a metric accumulator from tm.metrics, got {type(acc).__name__}")
+    if mode not in acc.modes:
+        raise ValueError(f"mode={mode!r} is for {' and '.join(_supporting(mode))}, not {type(acc).__name__}")
     plan = acc._plan()
     if plan.rows.shape[0] == 0:
         raise ValueError(f"{type(acc).__name__} holds no items to resample; call update() first")
     return plan
 
 
+def _supporting(mode: str) -> list[str]:
+    """The metric classes that declare ``mode`` (by name, sorted)."""
+    found, todo = set(), [Metric]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if mode in cls.modes and not cls.__name__.startswith("_"):
+            found.add(cls.__name__)
+    return sorted(found)
+
+
 def _check_resampling(n_resamples: Any, confidence: Any, mode: Any) -> tuple[int, float]:
     n = V.check_int(n_resamples, "n_resamples")
     if n < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    confidence = V.check_real(confidence, "confidence", open_unit=True, exc=ValueError)
     V.check_choice(mode, "mode", MODES)
-    return n, float(confidence)
+    return n, confidence
 
 
 def _draws(kind: str, n: int, count: int, seed: Any, num_threads: int) -> Iterator[np.ndarray]:
@@ -187,17 +189,12 @@ def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 
     """
     n_resamples, confidence = _check_resampling(n_resamples, confidence, mode)
     threads = V.check_threads(num_threads)
-    plan = _plan_of(accumulator)
-    name = type(accumulator).__name__
+    plan = _plan_of(accumulator, mode)
     if mode == "sacrebleu":
-        if plan.sacrebleu_score is None:
-            raise ValueError(f"mode='sacrebleu' is for BLEU and CHRF accumulators, not {name}")
         if confidence != 0.95:
             raise ValueError("mode='sacrebleu' has sacrebleu's fixed 95% interval; leave confidence=0.95")
         return _sacrebleu_ci(plan, n_resamples, seed)
     if mode == "rouge_score":
-        if name != "ROUGE":
-            raise ValueError(f"mode='rouge_score' is for the ROUGE accumulator, not {name}")
         return _rouge_score_ci(plan, n_resamples, confidence, seed)
     samples = _resampled_scores(plan, n_resamples, seed, threads)
     low, high = _order_interval(samples, confidence)
@@ -232,12 +229,7 @@ def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any) -> ConfidenceInterval
 
 
 def _rouge_score_ci(plan: Plan, n_resamples: int, confidence: float, seed: Any) -> Any:
-    if seed is None:
-        rs = np.random.mtrand._rand
-    elif isinstance(seed, np.random.RandomState):
-        rs = seed
-    else:
-        rs = np.random.RandomState(V.check_int(seed, "seed"))
+    rs = V.check_random_state(seed, "seed")  # rouge-score draws from numpy's legacy global RNG by default
     n = len(plan.rows)
     delta = (1 - confidence) / 2
     q = 100 * np.array([delta, 0.5, 1 - delta])
@@ -273,8 +265,8 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
     threads = V.check_threads(num_threads)
     if mode == "rouge_score":
         raise ValueError("mode='rouge_score' has no paired test (rouge-score has none); use 'default'")
-    base, sys_ = _plan_of(baseline), _plan_of(system)
-    baseline._check_compatible(system)
+    base, sys_ = _plan_of(baseline, mode), _plan_of(system, mode)
+    baseline.check_compatible(system)
     if base.rows.shape != sys_.rows.shape:
         raise ValueError(f"baseline and system hold different numbers of items "
                          f"({len(base.rows)} vs {len(sys_.rows)}); a paired test needs the same items")
@@ -284,8 +276,6 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
     col = base.primary[0]
     b_score, s_score = float(base.point[col]), float(sys_.point[col])
     diff = abs(b_score - s_score)
-    if mode == "sacrebleu" and base.sacrebleu_score is None:
-        raise ValueError(f"mode='sacrebleu' is for BLEU and CHRF accumulators, not {type(system).__name__}")
     if method == "randomization":
         a, b = _randomization_scores(base, sys_, col, n_resamples, seed, mode, threads)
         p = _p_value(np.abs(a - b), diff)

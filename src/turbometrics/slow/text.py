@@ -1,10 +1,12 @@
 """Plain-Python tokenizers and BLEU (sacrebleu's semantics), the baseline for the text kernels."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,6 +19,9 @@ _13A = [
 
 
 def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
+    """sacrebleu's "13a", "char" and "none" tokenizers (others are not written here: ValueError)."""
+    if tokenizer not in ("13a", "char", "none"):
+        raise ValueError(f"the slow baseline has no {tokenizer!r} tokenizer (only '13a', 'char' and 'none')")
     line = text.rstrip()
     if tokenizer == "13a":
         line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
@@ -174,11 +179,25 @@ def corpus_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowe
 # ---------------------------------------------------------------- ROUGE
 
 
-def _rouge_tokens(text: str, stem: bool) -> list[str]:
-    from .._ext._text import porter_stem  # the stemmer itself is shared: no second Porter
+class Scores(NamedTuple):
+    precision: np.ndarray
+    recall: np.ndarray
+    fmeasure: np.ndarray
 
+
+def _rouge_tokens(text: str, stem: bool) -> list[str]:
     toks = re.findall(r"[a-z0-9]+", text.lower())
-    return [porter_stem(t) if stem and len(t) > 3 else t for t in toks]
+    if not stem:
+        return toks
+    stem_word = _porter()
+    return [stem_word(t) if len(t) > 3 else t for t in toks]
+
+
+@functools.lru_cache(maxsize=1)
+def _porter():
+    from nltk.stem.porter import PorterStemmer  # rouge-score's stemmer (nltk is a test extra), not ours
+
+    return functools.lru_cache(maxsize=None)(PorterStemmer().stem)
 
 
 def _lcs_table(a: list, b: list) -> list[list[int]]:
@@ -233,8 +252,6 @@ def _rouge_pair(pred: str, ref: str, rtype: str, stem: bool) -> tuple[float, flo
 
 
 def rouge(predictions, references, rouge_types=("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer=False):
-    from ..text.rouge import Scores
-
     out = {}
     for t in rouge_types:
         rows = []

@@ -8,6 +8,7 @@ operations one by one, so scores are bit-identical.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -15,7 +16,8 @@ import numpy as np
 
 from .. import _validate as V
 from .._ext import _text
-from .tokenizers import nrefs_label, tokenizer_code
+from .._metric import Metric, Plan, Signature, concat, one_score
+from .tokenizers import combine_nrefs, nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
 SMOOTH = {"none": (0, None), "floor": (1, 0.1), "add-k": (2, 1), "exp": (3, None)}
@@ -71,27 +73,43 @@ class BLEUScore(ScoreText):
                 f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})")
 
 
-def _options(tokenize, smooth_method, smooth_value, max_ngram_order):
-    """Validated (smoothing code, smoothing value, max order)."""
-    tokenizer_code(tokenize)
-    V.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
-    code, default = SMOOTH[smooth_method]
+def _sacrebleu_float32(row: np.ndarray, order: int, smooth_method: str, smooth_value: float | None,
+                       effective_order: bool) -> float:
+    """sacrebleu's ``BLEU.compute_bleu`` score on a float32 statistics row, operation for operation.
+
+    sacrebleu's ``--confidence`` and ``--paired-bs`` sum resampled statistics
+    in float32 and score them with NumPy float32 scalars, so its numbers carry
+    float32 rounding; ``mode="sacrebleu"`` resampling reproduces them with this.
+    """
+    sys_len, ref_len = int(row[0]), int(row[1])  # sacrebleu casts the lengths to int, not the counts
+    correct, total = list(row[2:2 + order]), list(row[2 + order:2 + 2 * order])
     if smooth_value is None:
-        smooth_value = default
-    elif isinstance(smooth_value, bool) or not isinstance(smooth_value, (int, float)):
-        raise TypeError(f"smooth_value must be a number, got {smooth_value!r}")
-    order = V.check_int(max_ngram_order, "max_ngram_order")
-    if order < 1:
-        raise ValueError(f"max_ngram_order must be >= 1, got {order}")
-    return code, smooth_value, order
-
-
-def _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, smooth_value) -> str:
-    smooth = smooth_method
-    if SMOOTH[smooth_method][1] is not None:
-        smooth += f"[{smooth_value:.2f}]"
-    return (f"nrefs:{nrefs}|case:{'lc' if lowercase else 'mixed'}|eff:{'yes' if effective_order else 'no'}"
-            f"|tok:{tokenize}|smooth:{smooth}|version:{SACREBLEU_VERSION}")
+        smooth_value = SMOOTH[smooth_method][1]
+    bp = 1.0
+    if sys_len < ref_len:
+        bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+    precisions = [0.0] * order
+    if not any(correct):
+        return 0.0
+    smooth_mteval, eff_order = 1.0, order
+    for n in range(1, order + 1):
+        if smooth_method == "add-k" and n > 1:
+            correct[n - 1] += smooth_value
+            total[n - 1] += smooth_value
+        if total[n - 1] == 0:
+            break
+        if effective_order:
+            eff_order = n
+        if correct[n - 1] == 0:
+            if smooth_method == "exp":
+                smooth_mteval *= 2
+                precisions[n - 1] = 100.0 / (smooth_mteval * total[n - 1])
+            elif smooth_method == "floor":
+                precisions[n - 1] = 100.0 * smooth_value / total[n - 1]
+        else:
+            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
+    logs = [math.log(p) if p else -9999999999 for p in precisions[:eff_order]]
+    return bp * math.exp(sum(logs) / eff_order)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,9 +117,10 @@ class PreparedReferences:
     """Reference streams lowercased (if asked) and tokenized once, to score many systems against.
 
     Made by ``prepare_references``; pass it as ``references`` to
-    ``corpus_bleu``/``segment_bleu`` with the same ``tokenize`` and
-    ``lowercase`` (sacrebleu's ``BLEU(references=...)``). ``streams`` hold each
-    reference's tokens joined by single spaces (``None`` where absent).
+    ``corpus_bleu``/``segment_bleu``/``BLEU.update`` with the same
+    ``tokenize`` and ``lowercase`` (sacrebleu's ``BLEU(references=...)``).
+    ``streams`` hold each reference's tokens joined by single spaces (``None``
+    where absent).
     """
 
     streams: list
@@ -114,7 +133,28 @@ class PreparedReferences:
 
 def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str = "13a",
                        lowercase: bool = False, *, num_threads: int | None = None) -> PreparedReferences:
-    """Tokenize reference streams once for scoring several systems (the reference-side work is cached)."""
+    """Tokenize reference streams once, for scoring several systems against them.
+
+    Parameters
+    ----------
+    references : list of reference streams
+        sacrebleu's layout (``references[j][i]``: reference j of segment i; None drops it).
+    tokenize, lowercase : as in ``corpus_bleu``; the scoring call must use the same.
+    num_threads : int, optional
+        Threads for the tokenizer (default: every core).
+
+    Returns
+    -------
+    PreparedReferences
+        To pass as ``references`` to ``corpus_bleu``, ``segment_bleu`` or ``BLEU.update``.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> refs = tm.prepare_references([["The cat sat on the mat."]])
+    >>> tm.corpus_bleu(["The cat sat on the mat."], refs).score
+    100.00000000000004
+    """
     tok = tokenizer_code(tokenize)
     try:
         n = len(references[0])
@@ -126,70 +166,214 @@ def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str
                               tokenize, bool(lowercase))
 
 
-def _stats(hypotheses, references, tokenize, order, lowercase, num_threads):
-    hyps = V.as_texts(hypotheses, "hypotheses")
-    prepared = isinstance(references, PreparedReferences)
-    if prepared:
-        if (references.tokenize, references.lowercase) != (tokenize, bool(lowercase)):
-            raise ValueError(f"references were prepared with tokenize={references.tokenize!r}, "
-                             f"lowercase={references.lowercase}; this call asks for tokenize={tokenize!r}, "
-                             f"lowercase={bool(lowercase)}")
-        if len(references) != len(hyps):
-            raise ValueError(f"references have {len(references)} segments but there are {len(hyps)} hypotheses")
-        refs = references.streams
-    else:
-        refs = V.as_reference_streams(references, len(hyps))
-    stats = _text.bleu_stats(hyps, refs, tokenizer_code(tokenize), order, bool(lowercase),
-                             V.check_threads(num_threads), prepared)
-    return stats, nrefs_label(refs)
+class BLEU(Metric):
+    """Corpus BLEU (sacrebleu 2.6.0's numbers) accumulated over chunks of segments.
+
+    ``compute()`` equals ``tm.corpus_bleu`` on all the segments, bit for bit;
+    the state is each segment's integer statistics
+    ``[hyp_len, ref_len, correct_1..N, total_1..N]``. Options as in ``corpus_bleu``.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> bleu = tm.metrics.BLEU()
+    >>> bleu = bleu.update(["The cat sat on the mat."], [["The cat sat on the mat."]])
+    >>> bleu = bleu.update(["A dog ran."], [["The dog ran away."]])
+    >>> print(bleu.compute())
+    BLEU = 77.88 87.5/83.3/75.0/66.7 (BP = 1.000 ratio = 1.000 hyp_len = 11 ref_len = 11)
+    """
+
+    _state = {"_rows": list, "_nrefs": list}
+    modes = ("default", "sacrebleu")
+
+    def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
+                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False):
+        self._tok = tokenizer_code(tokenize)
+        V.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
+        self._code, default = SMOOTH[smooth_method]
+        self._value = default if smooth_value is None else V.check_real(smooth_value, "smooth_value")
+        self._order = V.check_int(max_ngram_order, "max_ngram_order")
+        if self._order < 1:
+            raise ValueError(f"max_ngram_order must be >= 1, got {self._order}")
+        self.tokenize, self.lowercase, self.smooth_method = tokenize, bool(lowercase), smooth_method
+        self.smooth_value, self.max_ngram_order = smooth_value, max_ngram_order
+        self.effective_order = bool(effective_order)
+        self.reset()
+
+    def _stats(self, hypotheses, references, num_threads):
+        hyps = V.as_texts(hypotheses, "hypotheses")
+        prepared = isinstance(references, PreparedReferences)
+        if prepared:
+            if (references.tokenize, references.lowercase) != (self.tokenize, self.lowercase):
+                raise ValueError(f"references were prepared with tokenize={references.tokenize!r}, "
+                                 f"lowercase={references.lowercase}; this call asks for "
+                                 f"tokenize={self.tokenize!r}, lowercase={self.lowercase}")
+            if len(references) != len(hyps):
+                raise ValueError(f"references have {len(references)} segments but there are {len(hyps)} hypotheses")
+            refs = references.streams
+        else:
+            refs = V.as_reference_streams(references, len(hyps))
+        rows = _text.bleu_stats(hyps, refs, self._tok, self._order, self.lowercase, V.check_threads(num_threads),
+                                prepared)
+        return rows, nrefs_label(refs)
+
+    def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
+               *, num_threads: int | None = None) -> "BLEU":
+        """Add segments: hypotheses and reference streams (or ``PreparedReferences``), as ``corpus_bleu``."""
+        return self._fold(self._stats(hypotheses, references, num_threads))
+
+    def segment_statistics(self) -> np.ndarray:
+        """[hyp_len, ref_len, correct_1..N, total_1..N] per segment (int64, a copy)."""
+        return np.concatenate(self._rows) if self._rows else np.zeros((0, 2 + 2 * self._order), np.int64)
+
+    def segment_scores(self) -> np.ndarray:
+        """Sentence BLEU of every segment (float64), as ``segment_bleu``."""
+        return self._scores(concat(self._rows, np.zeros((0, 2 + 2 * self._order), np.int64)))
+
+    def _scores(self, rows: np.ndarray) -> np.ndarray:
+        return _text.bleu_scores(np.ascontiguousarray(rows), self._order, self._code, float(self._value or 0.0),
+                                 self.effective_order)
+
+    def signature(self) -> Signature:
+        """sacrebleu's signature of this metric over the segments seen so far."""
+        smooth = self.smooth_method
+        if SMOOTH[smooth][1] is not None:
+            smooth += f"[{self._value:.2f}]"
+        return Signature.of(nrefs=combine_nrefs(self._nrefs), case="lc" if self.lowercase else "mixed",
+                            eff="yes" if self.effective_order else "no", tok=self.tokenize, smooth=smooth,
+                            version=SACREBLEU_VERSION)
+
+    def compute(self) -> BLEUScore:
+        """The corpus score of every segment seen, with sacrebleu's statistics and signature."""
+        total = concat(self._rows, np.zeros((0, 2 + 2 * self._order), np.int64)).sum(axis=0)
+        score, bp, prec, correct, totals = _text.bleu_detail(
+            np.ascontiguousarray(total, dtype=np.int64), self._order, self._code, float(self._value or 0.0),
+            self.effective_order)
+        if not (self._code == 2 and not float(self._value).is_integer()):  # add-k with a fractional k: floats
+            correct, totals = [int(c) for c in correct], [int(t) for t in totals]
+        return BLEUScore(score, correct, totals, prec, bp, int(total[0]), int(total[1]), self.signature())
+
+    def _plan(self) -> Plan:
+        def sacrebleu_score(row):
+            return _sacrebleu_float32(row, self._order, self.smooth_method, self.smooth_value, self.effective_order)
+
+        return Plan(self.segment_statistics(), lambda s: self._scores(s)[:, None], np.array([self.compute().score]),
+                    (0,), one_score, sacrebleu_score)
 
 
-def _score(stats_row: np.ndarray, code, smooth_value, order, effective_order, signature) -> BLEUScore:
-    score, bp, prec, correct, total = _text.bleu_detail(
-        np.ascontiguousarray(stats_row, dtype=np.int64), order, code, float(smooth_value or 0.0),
-        bool(effective_order))
-    as_int = not (code == 2 and not float(smooth_value).is_integer())  # add-k with a fractional k
-    counts = [int(c) for c in correct] if as_int else correct
-    totals = [int(t) for t in total] if as_int else total
-    return BLEUScore(score, counts, totals, prec, bp, int(stats_row[0]), int(stats_row[1]), signature)
-
-
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], tokenize: str = "13a",
-                lowercase: bool = False, smooth_method: str = "exp", smooth_value: float | None = None,
-                max_ngram_order: int = 4, effective_order: bool = False, *,
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
+                tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
+                smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False, *,
                 num_threads: int | None = None) -> BLEUScore:
     """Corpus BLEU, equal to ``sacrebleu.corpus_bleu`` (counts, totals, lengths and score, bit for bit).
 
-    ``references`` is a list of reference *streams* (sacrebleu's layout):
-    ``references[j][i]`` is reference j of segment i; ``None`` drops it, so
-    segments may have different numbers of references (each needs one).
-    Unlike sacrebleu, every stream must have exactly one entry per hypothesis.
-    To score several systems against the same references, tokenize them once
-    with ``prepare_references`` and pass that instead.
+    Parameters
+    ----------
+    hypotheses : list of str
+        One system output per segment.
+    references : list of reference streams, or PreparedReferences
+        sacrebleu's layout: ``references[j][i]`` is reference j of segment i;
+        ``None`` drops it, so segments may have different numbers of
+        references (each needs one). Unlike sacrebleu, every stream must have
+        exactly one entry per hypothesis. To score several systems against
+        the same references, tokenize them once with ``prepare_references``.
+    tokenize : {"13a", "intl", "zh", "char", "none"}
+        sacrebleu's tokenizer (see ``tm.tokenize``).
+    lowercase : bool
+        Lowercase hypotheses and references first.
+    smooth_method : {"exp", "floor", "add-k", "none"}
+    smooth_value : float, optional
+        For "floor" (default 0.1) and "add-k" (default 1).
+    max_ngram_order : int
+        Highest n-gram order (4).
+    effective_order : bool
+        Average only over the orders that have n-grams (sentence BLEU's default).
+    num_threads : int, optional
+        Threads for the statistics (default: every core); results do not depend on it.
+
+    Returns
+    -------
+    BLEUScore
+        ``score``, ``counts``, ``totals``, ``precisions``, ``bp``, ``sys_len``,
+        ``ref_len``, ``signature``; prints as sacrebleu prints it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For inputs that are not lists of strings, streams of the wrong length,
+        a segment with no reference, or unknown options.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> hyps = ["The cat sat on the mat.", "A dog ran."]
+    >>> refs = [["The cat sat on the mat.", "The dog ran away."]]
+    >>> print(tm.corpus_bleu(hyps, refs))
+    BLEU = 77.88 87.5/83.3/75.0/66.7 (BP = 1.000 ratio = 1.000 hyp_len = 11 ref_len = 11)
+    >>> tm.corpus_bleu(hyps, refs).signature
+    'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0'
     """
-    code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
-    stats, nrefs = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
-    sig = _signature(nrefs, lowercase, effective_order, tokenize, smooth_method, value)
-    return _score(stats.sum(axis=0), code, value, order, effective_order, sig)
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
+                effective_order).update(hypotheses, references, num_threads=num_threads).compute()
 
 
 def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "13a", lowercase: bool = False,
                   smooth_method: str = "exp", smooth_value: float | None = None, max_ngram_order: int = 4,
                   effective_order: bool = True) -> BLEUScore:
-    """BLEU of one segment against its references (a list of strings), as ``sacrebleu.sentence_bleu``."""
+    """BLEU of one segment against its references, as ``sacrebleu.sentence_bleu``.
+
+    Parameters
+    ----------
+    hypothesis : str
+    references : list of str
+        This segment's references (at least one).
+    tokenize, lowercase, smooth_method, smooth_value, max_ngram_order
+        As in ``corpus_bleu``.
+    effective_order : bool
+        True by default, as in sacrebleu's ``sentence_bleu``.
+
+    Returns
+    -------
+    BLEUScore
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> round(tm.sentence_bleu("The dog ran.", ["The dog ran away."]).score, 4)
+    71.6531
+    """
     hyp = V.check_str(hypothesis, "hypothesis")
     refs = V.as_texts(references, "references")
     if not refs:
         raise ValueError("references is empty: a segment needs at least one reference")
-    return corpus_bleu([hyp], [[r] for r in refs], tokenize, lowercase, smooth_method, smooth_value,
-                       max_ngram_order, effective_order, num_threads=1)
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
+                effective_order).update([hyp], [[r] for r in refs], num_threads=1).compute()
 
 
-def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], tokenize: str = "13a",
-                 lowercase: bool = False, smooth_method: str = "exp", smooth_value: float | None = None,
-                 max_ngram_order: int = 4, effective_order: bool = True, *,
+def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
+                 tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
+                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
                  num_threads: int | None = None) -> np.ndarray:
-    """Sentence BLEU of every segment (float64), equal to a loop of ``sacrebleu.sentence_bleu``."""
-    code, value, order = _options(tokenize, smooth_method, smooth_value, max_ngram_order)
-    stats, _ = _stats(hypotheses, references, tokenize, order, lowercase, num_threads)
-    return _text.bleu_scores(stats, order, code, float(value or 0.0), bool(effective_order))
+    """Sentence BLEU of every segment, equal to a loop of ``sacrebleu.sentence_bleu``.
+
+    Parameters
+    ----------
+    hypotheses, references, tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, num_threads
+        As in ``corpus_bleu``.
+    effective_order : bool
+        True by default, as in sacrebleu's ``sentence_bleu``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (N,), one score per segment.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.segment_bleu(["The cat sat on the mat.", "A dog ran."],
+    ...                 [["The cat sat on the mat.", "The dog ran away."]]).round(4)
+    array([100.    ,  35.9304])
+    """
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
+                effective_order).update(hypotheses, references, num_threads=num_threads).segment_scores()

@@ -11,7 +11,9 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from .. import _validate as V
+from .._arrays import to_host
 from .._ext import _text
+from .._metric import Metric, Plan, concat
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 
@@ -34,32 +36,114 @@ def _kind(t: str) -> int:
     raise ValueError(f"unknown rouge type {t!r}; use rouge1..rouge9, rougeL or rougeLsum")
 
 
+class ROUGE(Metric):
+    """ROUGE scores per pair (rouge-score 0.1.2's numbers) accumulated over chunks of pairs.
+
+    ``compute()`` equals ``tm.rouge`` on all the pairs, in update/merge order;
+    the state is each pair's (precision, recall, F) per type. Options as in ``rouge``.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> r = tm.metrics.ROUGE(["rouge1", "rougeL"]).update(["the cat sat"], ["the cat sat down"])
+    >>> r.compute()["rouge1"].fmeasure
+    array([0.85714286])
+    """
+
+    _state = {"_rows": list}
+    modes = ("default", "rouge_score")
+
+    def __init__(self, rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
+                 use_stemmer: bool = False, split_summaries: bool = False):
+        self.rouge_types = tuple(V.as_texts(rouge_types, "rouge_types"))
+        if not self.rouge_types:
+            raise ValueError("rouge_types is empty")
+        self._kinds = [_kind(t) for t in self.rouge_types]  # raises on an unknown type
+        if split_summaries:
+            raise ValueError("split_summaries=True (nltk.sent_tokenize) is not supported yet; "
+                             "put one sentence per line instead")
+        self.use_stemmer = bool(use_stemmer)
+        self.reset()
+
+    def _stats(self, predictions, references, num_threads):
+        preds = V.as_texts(predictions, "predictions")
+        flat, offsets = V.as_multi_references(references, len(preds))
+        out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, V.check_threads(num_threads))
+        return (out.reshape(len(preds), -1),)  # (P, R, F) of each type in type order
+
+    def update(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]], *,
+               num_threads: int | None = None) -> "ROUGE":
+        """Add pairs: predictions and their reference(s), as ``rouge``."""
+        return self._fold(self._stats(predictions, references, num_threads))
+
+    def _all_rows(self) -> np.ndarray:
+        return concat(self._rows, np.zeros((0, 3 * len(self.rouge_types))))
+
+    def compute(self) -> dict[str, Scores]:
+        """``{rouge_type: Scores(precision, recall, fmeasure)}``, float64 arrays over every pair seen."""
+        rows = self._all_rows()
+        return {t: Scores(*(rows[:, 3 * q + j].copy() for j in range(3))) for q, t in enumerate(self.rouge_types)}
+
+    def _plan(self) -> Plan:
+        """Rows: (P, R, F) of each type per pair; scores: their means."""
+        rows = np.ascontiguousarray(self._all_rows())
+        types = self.rouge_types
+
+        def wrap(make):
+            return {t: make(slice(3 * i, 3 * i + 3), lambda a: Scores(*map(float, a))) for i, t in enumerate(types)}
+
+        return Plan(rows, lambda s: s / len(rows), rows.mean(axis=0), tuple(range(2, 3 * len(types), 3)), wrap)
+
+
 def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
           rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False,
           split_summaries: bool = False, *, num_threads: int | None = None) -> dict[str, Scores]:
     """ROUGE of each prediction against its reference(s), as ``rouge_score.rouge_scorer.RougeScorer``.
 
-    ``references[i]`` is a string, or a list of strings for several
-    references: then, per type, the reference with the highest F counts (the
-    first on ties; rouge-score's ``score_multi``). Tokens are rouge-score's:
-    lowercase ``[a-z0-9]`` runs (other characters separate tokens), Porter
-    stems (nltk's) of tokens longer than 3 characters with ``use_stemmer``.
-    ROUGE-Lsum splits summaries on newlines and takes the union LCS per
-    reference sentence, with rouge-score's backtrack deciding which LCS.
+    Argument order: ours is ``rouge(predictions, references)``; rouge-score's
+    is ``RougeScorer.score(target, prediction)``.
 
-    Returns ``{rouge_type: Scores(precision, recall, fmeasure)}`` of float64 arrays.
+    Parameters
+    ----------
+    predictions : list of str
+    references : list of str, or list of lists of str
+        ``references[i]`` is a string, or a list of strings for several
+        references: then, per type, the reference with the highest F counts
+        (the first on ties; rouge-score's ``score_multi``).
+    rouge_types : list of str
+        ``rouge1`` .. ``rouge9``, ``rougeL``, ``rougeLsum``.
+    use_stemmer : bool
+        Porter stems (nltk's) of tokens longer than 3 characters.
+    split_summaries : bool
+        Not supported yet (raises); put one sentence per line for ROUGE-Lsum.
+    num_threads : int, optional
+        Threads (default: every core); results do not depend on it.
+
+    Tokens are rouge-score's: lowercase ``[a-z0-9]`` runs (other characters
+    separate tokens). ROUGE-Lsum splits summaries on newlines and takes the
+    union LCS per reference sentence, with rouge-score's backtrack deciding
+    which LCS.
+
+    Returns
+    -------
+    dict
+        ``{rouge_type: Scores(precision, recall, fmeasure)}`` of float64 (N,) arrays.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For inputs that are not strings, lists of the wrong length, a
+        prediction with no reference, or an unknown rouge type.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> s = tm.rouge(["the cat sat on the mat"], ["the cat was on the mat"], ["rouge1", "rouge2"])
+    >>> s["rouge1"].fmeasure, s["rouge2"].precision
+    (array([0.83333333]), array([0.6]))
     """
-    if split_summaries:
-        raise ValueError("split_summaries=True (nltk.sent_tokenize) is not supported yet; "
-                         "put one sentence per line instead")
-    types = V.as_texts(rouge_types, "rouge_types")
-    if not types:
-        raise ValueError("rouge_types is empty")
-    kinds = [_kind(t) for t in types]
-    preds = V.as_texts(predictions, "predictions")
-    flat, offsets = V.as_multi_references(references, len(preds))
-    out = _text.rouge_scores(preds, flat, offsets, kinds, bool(use_stemmer), V.check_threads(num_threads))
-    return {t: Scores(out[:, q, 0].copy(), out[:, q, 1].copy(), out[:, q, 2].copy()) for q, t in enumerate(types)}
+    return ROUGE(rouge_types, use_stemmer, split_summaries).update(predictions, references,
+                                                                    num_threads=num_threads).compute()
 
 
 def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,
@@ -72,7 +156,7 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
     On the CPU: bit-parallel LCS for up to 4096 distinct ids, else the DP;
     ``device="cuda"`` runs one GPU thread per pair. Returns int64 (N,) on the host.
     """
-    from .. import _gpu
+    from .. import _gpu  # numba.cuda only when asked for
 
     a_l = V._as_list(a, "a", "a list of 1-D integer arrays")
     b_l = V._as_list(b, "b", "a list of 1-D integer arrays")
@@ -82,7 +166,7 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
     for name, seqs in (("a", a_l), ("b", b_l)):
         arrs = []
         for i, s in enumerate(seqs):
-            x = _gpu.to_host(s)
+            x = to_host(s)
             x = np.zeros(0, np.int64) if isinstance(x, (list, tuple)) and not x else V.as_int_array(x, f"{name}[{i}]")
             if x.ndim != 1:
                 raise ValueError(f"{name}[{i}] must be 1-D, got shape {x.shape}")

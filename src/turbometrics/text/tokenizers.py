@@ -43,3 +43,9 @@ def nrefs_label(streams: list) -> int | str:
         return len(streams)
     counts = {sum(r is not None for r in refs) for refs in zip(*streams)}
     return counts.pop() if len(counts) == 1 else "var"
+
+
+def combine_nrefs(labels: list) -> int | str:
+    """The signature's nrefs over chunks, each with its own ``nrefs_label``."""
+    distinct = set(labels)
+    return distinct.pop() if len(distinct) == 1 else "var"

@@ -1,0 +1,38 @@
+"""Array kinds: what an input is (torch tensor, Numba device array, CuPy, host array) and host copies.
+
+The bottom layer of the package: it imports nothing from it, and both
+``_validate`` (checks) and ``_gpu`` (device dispatch) build on it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+DEVICES = ("cpu", "cuda")
+
+
+def is_torch(x: Any) -> bool:
+    """A torch tensor (told by its module, so torch is never imported to ask)."""
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy")
+
+
+def is_numba_device(x: Any) -> bool:
+    """A Numba device array (or the CUDA simulator's FakeCUDAArray, which has no __cuda_array_interface__)."""
+    return type(x).__module__.startswith(("numba.cuda", "numba_cuda")) and hasattr(x, "copy_to_host")
+
+
+def is_device_array(x: Any) -> bool:
+    """Memory on a GPU: a CUDA tensor, a Numba device array, or anything with ``__cuda_array_interface__``."""
+    if is_torch(x):
+        return x.device.type == "cuda"
+    return is_numba_device(x) or hasattr(x, "__cuda_array_interface__")
+
+
+def to_host(x: Any) -> Any:
+    """A host copy of a device array (a torch CPU tensor for torch input); anything else unchanged."""
+    if is_torch(x):
+        return x.detach().cpu() if x.device.type != "cpu" else x
+    if is_numba_device(x):
+        return x.copy_to_host()
+    if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
+        return x.get()
+    return x

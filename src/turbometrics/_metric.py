@@ -1,0 +1,137 @@
+"""The metric base class: one pipeline per metric, from kernel statistics to scores.
+
+A metric object is an accumulator. Its options are validated once, at
+construction. ``update`` runs the metric's ``_stats`` step (the kernel call,
+giving one row of sufficient statistics per item: segment, pair, row,
+sequence) and keeps the rows; ``merge`` (or ``+``) joins two states;
+``compute`` scores them. The one-shot functions (``tm.corpus_bleu``,
+``tm.perplexity``, ...) are ``Metric(options).update(inputs).compute()``, so
+there is one path to each number, and bootstrap resampling reads the same
+rows through ``_plan``.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, ClassVar, NamedTuple
+
+import numpy as np
+
+__all__ = ["Metric", "Plan", "Signature"]
+
+
+class Signature(str):
+    """A metric's signature as sacrebleu prints it: ``key:value`` fields joined by ``|``.
+
+    It is a ``str`` (compare, print and search it as one) that also gives its
+    fields in order.
+    """
+
+    @classmethod
+    def of(cls, **fields: Any) -> "Signature":
+        return cls("|".join(f"{k}:{v}" for k, v in fields.items()))
+
+    @property
+    def fields(self) -> dict[str, str]:
+        return dict(f.split(":", 1) for f in self.split("|")) if self else {}
+
+    def insert_after(self, key: str, **fields: Any) -> "Signature":
+        """A copy with ``fields`` right after ``key`` (sacrebleu puts ``bs:``/``seed:`` after ``nrefs:``)."""
+        out: dict[str, Any] = {}
+        for k, v in self.fields.items():
+            out[k] = v
+            if k == key:
+                out.update(fields)
+        return Signature.of(**out)
+
+
+class Plan(NamedTuple):
+    """What resampling needs from a metric (built by each metric's ``_plan``)."""
+
+    rows: np.ndarray                              # (n, k) int64 or float64, one row per item
+    score: Callable[[np.ndarray], np.ndarray]     # (m, k) summed rows -> (m, j) float64 scores
+    point: np.ndarray                             # (j,) exact scores on all items
+    primary: tuple[int, ...]                      # the score columns a paired test may compare
+    wrap: Callable[[Callable[[Any, Callable], Any]], Any]  # (columns, cast) -> the user's result shape
+    sacrebleu_score: Callable[[np.ndarray], Any] | None = None  # a float32 row -> sacrebleu's score
+
+
+def one_score(make: Callable[[Any, Callable], Any]) -> Any:
+    """``Plan.wrap`` for metrics with a single score (column 0, as a float)."""
+    return make(slice(0, 1), lambda a: float(a[0]))
+
+
+def ratios(s: np.ndarray) -> np.ndarray:
+    """Columns 0..j-1 of summed rows divided by the last column (a weighted mean per column)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s[:, :-1] / s[:, -1:]
+
+
+def concat(chunks: list, empty: np.ndarray) -> np.ndarray:
+    """The chunks of a state field as one array (``empty`` when there are none)."""
+    if not chunks:
+        return empty
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+class Metric:
+    """Base class of the metric objects in ``tm.metrics``.
+
+    A subclass declares its state (``_state``: field name -> a factory of an
+    empty part; a list collects one chunk per ``update``, any other part is
+    folded in with ``.add(chunk)`` and merged with ``+``) and the resampling
+    modes it supports (``modes``), validates and stores its options (public
+    attributes) in ``__init__``, then implements ``_stats`` (inputs -> one
+    chunk per state field), ``update`` (``return self._fold(self._stats(...))``),
+    ``compute`` and ``_plan``.
+
+    ``compute()`` equals the one-shot function on all the data exactly,
+    however it was chunked and in whatever order states were merged; per-item
+    results come in update/merge order. Metric objects pickle.
+    """
+
+    _state: ClassVar[dict[str, Callable[[], Any]]] = {}
+    modes: ClassVar[tuple[str, ...]] = ("default",)  # resampling modes for bootstrap_ci / paired_test
+
+    def reset(self) -> "Metric":
+        """Drop the state; the options stay."""
+        for name, empty in self._state.items():
+            setattr(self, name, empty())
+        return self
+
+    def _fold(self, chunk: tuple) -> "Metric":
+        for name, part in zip(self._state, chunk):
+            held = getattr(self, name)
+            if isinstance(held, list):
+                held.append(part)
+            else:
+                held.add(part)
+        return self
+
+    def options(self) -> dict[str, Any]:
+        """The options this metric was made with (what must match for a merge or a paired test)."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def check_compatible(self, other: Any) -> None:
+        """Raise ValueError unless ``other`` is the same metric with the same options."""
+        if type(other) is not type(self) or other.options() != self.options():
+            raise ValueError(f"cannot merge {other!r} into {self!r}: different metrics or options")
+
+    def merge(self, other: "Metric") -> "Metric":
+        """A new metric object holding both states (self's items first)."""
+        self.check_compatible(other)
+        out = copy.copy(self)
+        for name in self._state:
+            setattr(out, name, getattr(self, name) + getattr(other, name))
+        return out
+
+    __add__ = merge
+
+    def compute(self) -> Any:  # pragma: no cover - every metric defines it
+        raise NotImplementedError
+
+    def _plan(self) -> Plan:  # pragma: no cover - every metric defines it
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"{type(self).__name__}({opts})"
