@@ -12,6 +12,7 @@ rows through ``_plan``.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import numpy as np
@@ -27,8 +28,9 @@ class Signature(str):
     """
 
     @classmethod
+    @functools.lru_cache(maxsize=1024)  # metric objects are made per call: build each signature once
     def of(cls, **fields: Any) -> "Signature":
-        return cls("|".join(f"{k}:{v}" for k, v in fields.items()))
+        return cls("|".join([f"{k}:{v}" for k, v in fields.items()]))
 
     @property
     def fields(self) -> dict[str, str]:
@@ -66,10 +68,11 @@ def ratios(s: np.ndarray) -> np.ndarray:
         return s[:, :-1] / s[:, -1:]
 
 
-def concat(chunks: list, empty: np.ndarray) -> np.ndarray:
-    """The chunks of a state field as one array (``empty`` when there are none)."""
+def concat(chunks: list, shape: tuple = (0,), dtype: Any = np.float64) -> np.ndarray:
+    """The chunks of a state field as one array (read-only use: one chunk is returned as it is;
+    none gives an empty array of ``shape`` and ``dtype``)."""
     if not chunks:
-        return empty
+        return np.zeros(shape, dtype)
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 

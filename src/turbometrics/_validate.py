@@ -200,6 +200,8 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
 
 
 def check_int(v: Any, name: str) -> int:
+    if type(v) is int:  # the common case, without the slower ABC check below
+        return v
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral,)):
         raise TypeError(f"{name} must be an integer, got {v!r}")
     return int(v)
@@ -224,7 +226,9 @@ def check_real(v: Any, name: str, *, positive: bool = False, open_unit: bool = F
 
     Out-of-range values are a ValueError; ``exc`` is raised for a non-number.
     """
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+    if type(v) in (int, float):  # the common case, without the slower ABC check
+        pass
+    elif isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         what = "a positive number" if positive else "a number in (0, 1)" if open_unit else "a number"
         raise exc(f"{name} must be {what}, got {v!r}")
     if positive and not v > 0:

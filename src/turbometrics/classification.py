@@ -23,16 +23,45 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
 
     A partial selection per row (a running threshold filters the row in one
     pass; only survivors are partitioned), then a sort of the ``k`` only.
-
     Values equal ``torch.topk``'s. Among equal values the lower index comes
     first; NaN counts as larger than any number (so it leads with
-    ``largest=True`` and trails with ``largest=False``). With ``sorted=False``
-    the k entries come in no particular order.
+    ``largest=True`` and trails with ``largest=False``).
 
-    Returns ``(values, indices)``: values in ``x``'s dtype, indices int64, both
-    shaped like ``x`` with ``axis`` of length ``k`` (torch tensors for torch input).
-    GPU input (float16/bfloat16/float32, last axis) runs on the GPU and the
-    results stay there in its type (always sorted); ``device`` forces a side.
+    Parameters
+    ----------
+    x : array-like
+        float16/bfloat16/float32/float64 or integer values, at least 1-D
+        (GPU input: float16/bfloat16/float32, last axis; runs on the GPU).
+    k : int
+        In [1, size of ``axis``].
+    axis : int
+        The axis to select along (last by default).
+    largest : bool
+        The largest (True) or smallest entries.
+    sorted : bool
+        Sorted best first (True), or in no particular order.
+    num_threads : int, optional
+        CPU threads (default: every core); results do not depend on it.
+    device : {"cpu", "cuda"}, optional
+        Force a side (default: where ``x`` is).
+
+    Returns
+    -------
+    (values, indices)
+        Values in ``x``'s dtype, indices int64, both shaped like ``x`` with
+        ``axis`` of length ``k`` (torch tensors for torch input; on the
+        device for GPU input, always sorted).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-numeric or empty input, ``k`` outside [1, n], a bad axis.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.topk(np.array([[1.0, 3.0, 2.0, 3.0]]), 2)
+    (array([[3., 3.]]), array([[1, 3]]))
     """
     if _gpu.use_gpu(device, x):
         if V.check_int(axis, "axis") not in (-1, len(getattr(x, "shape", np.shape(x))) - 1):
@@ -92,19 +121,40 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
                 device: str | None = None):
     """Rank of the true class in each row of ``scores`` (0 = best), by counting in one pass.
 
-    ``scores`` is (N, C) or (B, T, C); ``targets`` holds class indices in [0, C)
-    of any integer dtype, shaped like ``scores`` without its last axis.
+    Parameters
+    ----------
+    scores : array-like (N, C) or (B, T, C)
+        float16/bfloat16/float32/float64 or integer scores (GPU input is ranked on the GPU).
+    targets : array-like (N,) or (B, T)
+        Class indices in [0, C), any integer dtype.
+    ties : {"sklearn", "optimistic", "pessimistic"}
+        ``"sklearn"`` (default): among equal scores the higher class index
+        ranks first, exactly as ``sklearn.metrics.top_k_accuracy_score``:
+        ``#{j: s_j > s_t} + #{j > t: s_j == s_t}``. ``"optimistic"``: only
+        strictly greater scores count (torcheval). ``"pessimistic"``: every
+        tied class ranks ahead of the target. NaN scores count as larger than
+        any number (NaNs tie with each other).
+    num_threads : int, optional
+        CPU threads (default: every core); results do not depend on it.
+    device : {"cpu", "cuda"}, optional
+        Force a side (default: where the scores are).
 
-    ties:
-      * ``"sklearn"`` (default): among equal scores the higher class index ranks
-        first, exactly as ``sklearn.metrics.top_k_accuracy_score``:
-        ``#{j: s_j > s_t} + #{j > t: s_j == s_t}``.
-      * ``"optimistic"``: only strictly greater scores count (torcheval).
-      * ``"pessimistic"``: every tied class ranks ahead of the target.
+    Returns
+    -------
+    numpy.ndarray or tensor
+        int64 ranks shaped like ``targets`` (a tensor for tensor input; on the
+        device, in the input's type, for GPU input).
 
-    NaN scores count as larger than any number (NaNs tie with each other).
-    Returns int64 ranks shaped like ``targets`` (a tensor for tensor input; on
-    the device, in the input's type, for GPU input).
+    Raises
+    ------
+    TypeError, ValueError
+        For non-numeric scores, non-integer or out-of-range targets, shapes that do not match.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> tm.target_rank(np.array([[0.2, 0.5, 0.5], [0.9, 0.1, 0.0]]), [1, 0])
+    array([1, 0])
     """
     r, counted, a = _ranks(scores, targets, ties, None, num_threads, device, keep_on_device=True)
     if isinstance(a, _gpu.Rows):
@@ -114,8 +164,8 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
 
 def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None) -> float:
     """np.average over counted rows, as scikit-learn does (same operations, same bits)."""
-    if weights is None:
-        return float(np.average(values[counted])) if counted.any() else float("nan")
+    if weights is None:  # np.average without weights is the mean: the same operations
+        return float(values[counted].mean()) if counted.any() else float("nan")
     w = weights[counted]
     if w.sum() == 0:
         raise ValueError("sample_weight sums to zero over the counted rows")
@@ -153,11 +203,11 @@ class _RankMetric(Metric):
         return self._fold(self._stats(scores, targets, sample_weight, num_threads, device))
 
     def _state_arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
-        r = concat(self._ranks, np.zeros(0, np.int64))
+        r = concat(self._ranks, (0,), np.int64)
         weighted = {w is not None for w in self._weights}
         if len(weighted) > 1:
             raise ValueError("sample_weight was given for some updates and not for others")
-        return r, (concat(self._weights, np.zeros(0)) if weighted == {True} else None)
+        return r, (concat(self._weights) if weighted == {True} else None)
 
     def _values(self, r: np.ndarray) -> list[np.ndarray]:  # pragma: no cover - each subclass defines it
         """The per-row values averaged (one array per score), from the ranks."""
@@ -289,7 +339,7 @@ def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: s
     >>> tm.topk_accuracy(scores, [2, 0, 1], k=1)
     0.3333333333333333
     >>> tm.topk_accuracy(scores, [2, 0, 1], k=(1, 2))
-    array([0.33333333, 0.66666667])
+    array([0.33333333, 1.        ])
     """
     return TopKAccuracy(k, ties, ignore_index).update(scores, targets, sample_weight, num_threads=num_threads,
                                                       device=device).compute()

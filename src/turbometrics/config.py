@@ -95,6 +95,22 @@ def show_config(mode: str = "stdout") -> dict[str, dict[str, Any]] | None:
 
     Paste its output into bug reports: it names the SIMD path that ran, which
     is the first thing that differs between two machines.
+
+    Parameters
+    ----------
+    mode : {"stdout", "dicts"}
+
+    Returns
+    -------
+    dict or None
+        With ``mode="dicts"``: sections (turbometrics, CPU, SIMD paths, threads, Numba, GPU) of
+        key/value pairs.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> list(tm.show_config(mode="dicts"))
+    ['turbometrics', 'CPU', 'SIMD paths', 'threads', 'Numba', 'GPU']
     """
     if mode not in ("stdout", "dicts"):
         raise ValueError(f"mode must be 'stdout' or 'dicts', got {mode!r}")

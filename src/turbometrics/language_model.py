@@ -55,6 +55,11 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
         float64, shaped like ``targets`` (a tensor for tensor input; on the
         device, in the input's type, for GPU input).
 
+    Raises
+    ------
+    TypeError, ValueError
+        For non-float logits, non-integer or out-of-range targets, or shapes that do not match.
+
     Examples
     --------
     >>> import numpy as np, turbometrics as tm
@@ -90,8 +95,7 @@ def _sequence_means(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, n
     """Mean NLL of each sequence (row) over its counted tokens (NaN where none), and the counts."""
     nll2 = np.where(counted, nll, 0.0).reshape(-1, nll.shape[-1])
     n = counted.reshape(nll2.shape).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return nll2.sum(axis=1) / n, n
+    return np.divide(nll2.sum(axis=1), n, out=np.full(len(n), np.nan), where=n > 0), n
 
 
 def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
@@ -200,7 +204,7 @@ class Perplexity(Metric):
         return self._fold(self._stats(logits, targets, mask, num_threads, device))
 
     def _sequences(self) -> tuple[np.ndarray, np.ndarray]:
-        return concat(self._means, np.zeros(0)), concat(self._counts, np.zeros(0, np.int64))
+        return concat(self._means), concat(self._counts, (0,), np.int64)
 
     def compute(self) -> float | np.ndarray:
         """The perplexity (a float; per-sequence float64 (B,) for ``reduction="none"``)."""

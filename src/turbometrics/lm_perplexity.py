@@ -113,31 +113,59 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
                   *, vocab_size: int | None = None, device: Any = None, progress: bool = False) -> Any:
     """Perplexity of a causal LM on ``token_ids``, with the sliding windows of the transformers guide.
 
-    ``model`` maps an integer array (B, T) to logits (B, T, V): a PyTorch
-    module (CPU or CUDA; it gets a LongTensor on its own device and runs
-    under ``inference_mode``), a Hugging Face causal LM (``.logits`` of its
-    output is used), or any function (it gets an int64 ndarray, or a tensor
-    when ``token_ids`` is one). ``token_ids``: one sequence, a (B, T) batch,
-    or a list of sequences of any lengths (right-padded here, padding masked).
-
-    Windows (see ``windows``): start every ``stride`` tokens (default
-    ``max_length``: plain chunks), hold up to ``max_length``, score only new
-    tokens; ``batch_size`` windows go through the model at a time. Tokens
-    equal to ``ignore_index`` are not scored (they are fed to the model as
-    they are, or as id 0 when ``ignore_index`` is negative).
-
     The result is the exact average NLL over the scored tokens. (The guide's
     published loop instead weights each window's mean loss by its label count
     minus one, which is off by one token per window after the first; we sum
     the per-token NLLs.)
 
-    ``reduction``: ``"token"`` (corpus perplexity: exp of total NLL / scored
-    tokens), ``"mean"`` (the mean of per-sequence perplexities: Hugging Face
-    ``evaluate``'s ``mean_perplexity``), ``"none"`` (per-sequence
-    perplexities, float64; NaN for a sequence with nothing scored).
-    ``vocab_size`` (default: ``model.config.vocab_size``, else learnt from one
-    one-token forward pass) is checked against every id before the model runs.
-    ``progress=True`` shows a tqdm bar over batches.
+    Parameters
+    ----------
+    model : callable
+        Maps an integer array (B, T) to logits (B, T, V): a PyTorch module
+        (CPU or CUDA; it gets a LongTensor on its own device and runs under
+        ``inference_mode``), a Hugging Face causal LM (``.logits`` of its
+        output is used), or any function (it gets an int64 ndarray, or a
+        tensor when ``token_ids`` is one).
+    token_ids : array-like or list of sequences
+        One sequence, a (B, T) batch, or a list of sequences of any lengths
+        (right-padded here, padding masked).
+    max_length, stride : int
+        Windows (see ``windows``) start every ``stride`` tokens (default
+        ``max_length``: plain chunks), hold up to ``max_length``, and score only new tokens.
+    batch_size : int
+        Windows through the model at a time.
+    ignore_index : int, optional
+        Tokens equal to it are not scored (they are fed to the model as they
+        are, or as id 0 when ``ignore_index`` is negative).
+    reduction : {"token", "mean", "none"}
+        ``"token"``: corpus perplexity, exp of total NLL / scored tokens.
+        ``"mean"``: the mean of per-sequence perplexities (Hugging Face
+        ``evaluate``'s ``mean_perplexity``). ``"none"``: per-sequence
+        perplexities, float64 (NaN for a sequence with nothing scored).
+    vocab_size : int, optional
+        Default: ``model.config.vocab_size``, else learnt from one one-token
+        forward pass; every id is checked against it before the model runs.
+    device : torch device, optional
+        Where the model's input goes (default: a module's parameters' device,
+        or where ``token_ids`` are for a tensor).
+    progress : bool
+        A tqdm bar over batches.
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError
+        For ids that are not integers, negative or beyond the vocabulary, bad windows or options.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> uniform = lambda ids: np.zeros(ids.shape + (8,), np.float32)  # every token: 1/8
+    >>> round(tm.lm_perplexity(uniform, np.arange(20) % 8, max_length=6, stride=3), 9)
+    8.0
     """
     V.check_choice(reduction, "reduction", LM_REDUCTIONS)
     if not callable(model):

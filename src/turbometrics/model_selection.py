@@ -277,15 +277,40 @@ def cross_validate(fit_predict: Any, X: Any, y: Any, cv: Any = 5, metrics: dict 
                    groups: Any = None, method: str = "auto") -> CVResult:
     """Evaluate a model with cross validation.
 
-    ``fit_predict`` is a scikit-learn-style estimator (a fresh unfitted copy is
-    trained per fold; ``method`` picks ``predict_proba`` when it exists, else
-    ``predict``) or any function ``fit_predict(X_train, y_train, X_test)`` that
-    trains a fresh model and returns predictions or scores for the test rows
-    (a PyTorch training loop, say). ``cv`` is a number of folds (``KFold``,
-    unshuffled; pass ``StratifiedKFold(k)`` for scikit-learn's default for
-    classifiers) or any splitter with ``split(X, y, groups)``. ``metrics`` maps
-    names to ``metric(predictions, y_test)`` (turbometrics' own argument
-    order, so ``tm.topk_accuracy`` fits as is).
+    Parameters
+    ----------
+    fit_predict : estimator or callable
+        A scikit-learn-style estimator (a fresh unfitted copy is trained per
+        fold; ``method`` picks ``predict_proba`` when it exists, else
+        ``predict``) or any function ``fit_predict(X_train, y_train, X_test)``
+        that trains a fresh model and returns predictions or scores for the
+        test rows (a PyTorch training loop, say).
+    X, y : array-like
+    cv : int or splitter
+        A number of folds (``KFold``, unshuffled; pass ``StratifiedKFold(k)``
+        for scikit-learn's default for classifiers) or any splitter with
+        ``split(X, y, groups)``.
+    metrics : dict, optional
+        Names to ``metric(predictions, y_test)`` (turbometrics' own argument
+        order, so ``tm.topk_accuracy`` fits as is).
+    groups : array-like, optional
+        For group splitters.
+    method : str
+        The estimator's method that predicts ("auto": ``predict_proba`` where it exists, else ``predict``).
+
+    Returns
+    -------
+    CVResult
+        Per-fold scores and times; prints as a table with mean and std.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> X, y = np.arange(20.0)[:, None], np.arange(20) % 2
+    >>> res = tm.cross_validate(lambda Xtr, ytr, Xte: np.eye(2)[(Xte[:, 0] % 2).astype(int)], X, y, cv=4,
+    ...                         metrics={"acc": lambda s, t: tm.topk_accuracy(s, t, k=1)})
+    >>> res.mean["acc"]
+    1.0
     """
     if not metrics:
         raise ValueError("metrics must map at least one name to a callable metric(predictions, y_test)")

@@ -173,19 +173,48 @@ def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int)
 
 def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: Any = 12345,
                  mode: str = "default", *, num_threads: int | None = None) -> Any:
-    """Bootstrap confidence interval of an accumulator's score, from its per-item statistics.
+    """Bootstrap confidence interval of a metric's score, from its per-item statistics.
 
-    ``accumulator`` is any ``tm.metrics`` accumulator after ``update``: items
-    (segments, pairs, rows, sequences) are resampled with replacement
+    Items (segments, pairs, rows, sequences) are resampled with replacement
     ``n_resamples`` times and the metric is recomputed on each resample.
-    ``seed``: an int for reproducible results, None for fresh entropy (in
-    ``rouge_score`` mode None means numpy's global RNG, as rouge-score uses).
-    ``mode``: "default", "sacrebleu" (BLEU/chrF; confidence must be 0.95) or
-    "rouge_score" (ROUGE); see the module docstring.
-
-    Returns a ``ConfidenceInterval`` (for ROUGE, a dict of them by type with
-    ``Scores`` fields; for ``TopKAccuracy`` with several k, a list by k).
     1,000 resamples of 1,000,000 segments take a few seconds in the default mode.
+
+    Parameters
+    ----------
+    accumulator : tm.metrics object
+        Any metric object after ``update`` (``tm.metrics.BLEU``, ``CHRF``,
+        ``ROUGE``, ``TopKAccuracy``, ``MeanReciprocalRank``, ``Perplexity``).
+    n_resamples : int
+    confidence : float
+        In (0, 1).
+    seed : int, None or numpy RandomState
+        An int for reproducible results, None for fresh entropy (in
+        ``rouge_score`` mode None means numpy's global RNG, as rouge-score uses).
+    mode : {"default", "sacrebleu", "rouge_score"}
+        See the module docstring; each metric declares the modes it supports
+        (``acc.modes``): "sacrebleu" for BLEU/chrF (confidence 0.95 only),
+        "rouge_score" for ROUGE.
+    num_threads : int, optional
+        Threads drawing the resamples (default: every core); results do not depend on it.
+
+    Returns
+    -------
+    ConfidenceInterval
+        For ROUGE a dict of them by type (with ``Scores`` fields); for
+        ``TopKAccuracy`` with several k, a list by k.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a non-metric, an empty one, a mode it does not support, bad counts or confidence.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> bleu = tm.metrics.BLEU().update(["a b c d", "e f g h", "a b x d"], [["a b c d", "e f g h", "a b c d"]])
+    >>> ci = tm.bootstrap_ci(bleu, n_resamples=200, seed=1)
+    >>> round(ci.score, 2), ci.low <= ci.score <= ci.high
+    (75.03, True)
     """
     n_resamples, confidence = _check_resampling(n_resamples, confidence, mode)
     threads = V.check_threads(num_threads)
@@ -248,15 +277,42 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
                 seed: Any = 12345, mode: str = "default", *, num_threads: int | None = None) -> PairedTestResult:
     """Is ``system`` significantly different from ``baseline`` on the same items?
 
-    Both are accumulators of the same metric and options, updated with the
-    same items in the same order (same references, same targets).
-    ``method="bootstrap"`` (sacrebleu ``--paired-bs``, Koehn 2004; default
-    1000 resamples): both systems are scored on the same resamples and the
-    centred |difference| is compared with the observed one.
-    ``method="randomization"`` (sacrebleu ``--paired-ar``; default 10000
-    trials): each item's statistics are swapped between systems by a coin flip.
-    ``mode="sacrebleu"`` reproduces sacrebleu's numbers (BLEU, chrF), where a
-    seed of 0 means unseeded, as there.
+    Parameters
+    ----------
+    baseline, system : tm.metrics objects
+        The same metric and options, updated with the same items in the same
+        order (same references, same targets).
+    method : {"bootstrap", "randomization"}
+        ``"bootstrap"`` (sacrebleu ``--paired-bs``, Koehn 2004; default 1000
+        resamples): both systems are scored on the same resamples and the
+        centred |difference| is compared with the observed one.
+        ``"randomization"`` (sacrebleu ``--paired-ar``; default 10000 trials):
+        each item's statistics are swapped between systems by a coin flip.
+    n_resamples : int, optional
+    seed : int or None
+        ``mode="sacrebleu"`` treats 0 as unseeded, as sacrebleu does.
+    mode : {"default", "sacrebleu"}
+        ``"sacrebleu"`` reproduces sacrebleu's numbers (BLEU, chrF).
+    num_threads : int, optional
+
+    Returns
+    -------
+    PairedTestResult
+        ``p_value = (c + 1) / (n + 1)``, both scores, and bootstrap means and intervals.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For metrics that differ in kind, options or items, several scores, or bad options.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> t = np.arange(100) % 5
+    >>> a = tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[t], t)
+    >>> b = tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[np.where(t == 4, 0, t)], t)
+    >>> tm.paired_test(a, b, n_resamples=200).p_value < 0.05
+    True
     """
     V.check_choice(method, "method", ("bootstrap", "randomization"))
     if n_resamples is None:

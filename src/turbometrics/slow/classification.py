@@ -4,6 +4,20 @@ from __future__ import annotations
 import math
 
 
+def _check(rows, targets=None, k=None, ignore_index=None):
+    """The domain of the metrics: non-empty rows, one target per row in range, 1 <= k <= classes."""
+    if not rows or not all(rows):
+        raise ValueError("empty scores")
+    if targets is not None:
+        if len(targets) != len(rows):
+            raise ValueError("one target per row")
+        if any(not 0 <= t < len(r) for r, t in zip(rows, targets) if ignore_index is None or t != ignore_index):
+            raise ValueError("target out of range")
+    for kk in (k if isinstance(k, (tuple, list)) else [k] if k is not None else []):
+        if not 1 <= kk <= len(rows[0]):
+            raise ValueError("k out of range")
+
+
 def _is_nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
@@ -17,6 +31,7 @@ def _key(v, j, largest):
 
 def topk(rows, k, largest=True):
     """Per row of ``rows`` (a list of lists): (values, indices) of the k best, best first."""
+    _check(rows, k=k)
     values, indices = [], []
     for row in rows:
         order = sorted(range(len(row)), key=lambda j: _key(row[j], j, largest))[:k]
@@ -38,6 +53,7 @@ _TIE_SIDES = {"sklearn": (False, True), "optimistic": (False, False), "pessimist
 
 
 def target_rank(rows, targets, ties="sklearn"):
+    _check(rows, targets)
     before, after = _TIE_SIDES[ties]
     ranks = []
     for row, t in zip(rows, targets):
@@ -59,6 +75,7 @@ def _kept(rows, targets, sample_weight, ignore_index):
 
 
 def topk_accuracy(rows, targets, k=5, ties="sklearn", sample_weight=None, ignore_index=None):
+    _check(rows, targets, k, ignore_index)
     rows, targets, w = _kept(rows, targets, sample_weight, ignore_index)
     ranks = target_rank(rows, targets, ties)
     ks = list(k) if isinstance(k, (tuple, list)) else [k]
@@ -67,5 +84,6 @@ def topk_accuracy(rows, targets, k=5, ties="sklearn", sample_weight=None, ignore
 
 
 def mean_reciprocal_rank(rows, targets, ties="sklearn", sample_weight=None, ignore_index=None):
+    _check(rows, targets, None, ignore_index)
     rows, targets, w = _kept(rows, targets, sample_weight, ignore_index)
     return _mean([1.0 / (r + 1) for r in target_rank(rows, targets, ties)], w)

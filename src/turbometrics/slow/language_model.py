@@ -31,11 +31,22 @@ def _logsumexp(row):
     return m + math.log(math.fsum(math.exp(v - m) for v in row))
 
 
+def _check(dist, targets, counted):
+    """One target per row, in range where counted; no empty sequence or row."""
+    if not dist or not all(dist) or not all(r for seq in dist for r in seq):
+        raise ValueError("empty input")
+    for seq, ts, cs in zip(dist, targets, counted, strict=True):
+        for row, t, c in zip(seq, ts, cs, strict=True):
+            if c and not 0 <= t < len(row):
+                raise ValueError("target out of range")
+
+
 def token_nll(logits, targets, ignore_index=None, mask=None):
     """Per position -log_softmax(logits)[target]; 0.0 where not counted."""
     logits, targets = _as_batch(logits, 3), _as_batch(targets, 2)
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
+    _check(logits, targets, counted)
     return [[(_logsumexp(row) - row[t]) if c else 0.0 for row, t, c in zip(seq, tseq, cseq)]
             for seq, tseq, cseq in zip(logits, targets, counted)]
 
@@ -65,6 +76,7 @@ def perplexity_from_log_probs(log_probs, targets, ignore_index=None, mask=None, 
     log_probs, targets = _as_batch(log_probs, 3), _as_batch(targets, 2)
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
+    _check(log_probs, targets, counted)
     nll = [[-row[t] if c else 0.0 for row, t, c in zip(seq, ts, cs)]
            for seq, ts, cs in zip(log_probs, targets, counted)]
     return _reduce(nll, counted, reduction)
@@ -83,6 +95,7 @@ def perplexity_from_probs(probs, targets=None, ignore_index=None, mask=None, red
     probs, targets = _as_batch(probs, 3), _as_batch(targets, 2)
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
+    _check(probs, targets, counted)
     nll = [[_neg_log(row[t]) if c else 0.0 for row, t, c in zip(seq, ts, cs)]
            for seq, ts, cs in zip(probs, targets, counted)]
     return _reduce(nll, counted, reduction)

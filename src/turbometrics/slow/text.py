@@ -90,19 +90,32 @@ def _score(stats: list[int], max_order: int, smooth_method: str, smooth_value, e
     return out
 
 
+def _segments(hypotheses, references):
+    """(hypothesis, [its references]) per segment, in sacrebleu's stream layout; every segment needs one."""
+    if isinstance(hypotheses, str) or any(isinstance(s, str) for s in references) or not references:
+        raise TypeError("hypotheses: a list of str; references: a list of streams")
+    out = []
+    for h, *refs in zip(hypotheses, *references, strict=True):
+        refs = [r for r in refs if r is not None]
+        if not refs or not all(isinstance(x, str) for x in [h] + refs):
+            raise ValueError("every segment needs a str hypothesis and at least one str reference")
+        out.append((h, refs))
+    return out
+
+
 def corpus_bleu(hypotheses, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
                 max_ngram_order=4, effective_order=False):
-    stats = [_segment_stats(h, [r for r in refs if r is not None], tokenize, lowercase, max_ngram_order)
-             for h, *refs in zip(hypotheses, *references)]
+    stats = [_segment_stats(h, refs, tokenize, lowercase, max_ngram_order)
+             for h, refs in _segments(hypotheses, references)]
     summed = [sum(col) for col in zip(*stats)]
     return _score(summed, max_ngram_order, smooth_method, smooth_value, effective_order)
 
 
 def segment_bleu(hypotheses, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
                  max_ngram_order=4, effective_order=True):
-    return [_score(_segment_stats(h, [r for r in refs if r is not None], tokenize, lowercase, max_ngram_order),
+    return [_score(_segment_stats(h, refs, tokenize, lowercase, max_ngram_order),
                    max_ngram_order, smooth_method, smooth_value, effective_order).score
-            for h, *refs in zip(hypotheses, *references)]
+            for h, refs in _segments(hypotheses, references)]
 
 
 # ---------------------------------------------------------------- chrF
@@ -171,9 +184,33 @@ def _chrf_segment(hyp, refs, nc, nw, beta, lowercase, whitespace, eps_smoothing)
 
 def corpus_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
                 eps_smoothing=False):
-    stats = [_chrf_segment(h, [r for r in refs if r is not None], char_order, word_order, beta, lowercase,
-                           whitespace, eps_smoothing) for h, *refs in zip(hypotheses, *references)]
+    stats = [_chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
+             for h, refs in _segments(hypotheses, references)]
     return _chrf_f([sum(col) for col in zip(*stats)], beta, eps_smoothing)
+
+
+def _one_segment(hypothesis, references):
+    if not isinstance(hypothesis, str) or isinstance(references, str):
+        raise TypeError("hypothesis: a str; references: a list of str")
+    return [hypothesis], [[r] for r in references]
+
+
+def sentence_bleu(hypothesis, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
+                  max_ngram_order=4, effective_order=True):
+    return segment_bleu(*_one_segment(hypothesis, references), tokenize, lowercase, smooth_method, smooth_value,
+                        max_ngram_order, effective_order)[0]
+
+
+def sentence_chrf(hypothesis, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
+                  eps_smoothing=False):
+    return segment_chrf(*_one_segment(hypothesis, references), char_order, word_order, beta, lowercase, whitespace,
+                        eps_smoothing)[0]
+
+
+def segment_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
+                 eps_smoothing=False):
+    return [_chrf_f(_chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing),
+                    beta, eps_smoothing) for h, refs in _segments(hypotheses, references)]
 
 
 # ---------------------------------------------------------------- ROUGE
@@ -251,11 +288,18 @@ def _rouge_pair(pred: str, ref: str, rtype: str, stem: bool) -> tuple[float, flo
     return _prf(overlap, max(sum(gp.values()), 1), max(sum(gr.values()), 1))
 
 
+def lcs_length(a, b):
+    """LCS length of each pair (a[i], b[i]) of sequences."""
+    return [_lcs_table(list(x), list(y))[-1][-1] for x, y in zip(a, b, strict=True)]
+
+
 def rouge(predictions, references, rouge_types=("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer=False):
+    if isinstance(predictions, str) or any(not isinstance(r, str) and not r for r in references):
+        raise ValueError("predictions: a list of str; every prediction needs a reference")
     out = {}
     for t in rouge_types:
         rows = []
-        for pred, refs in zip(predictions, references):
+        for pred, refs in zip(predictions, references, strict=True):
             scores = [_rouge_pair(pred, r, t, use_stemmer) for r in ([refs] if isinstance(refs, str) else refs)]
             rows.append(max(scores, key=lambda s: s[2]))  # the first of the highest F
         arr = np.array(rows, dtype=np.float64).reshape(-1, 3)

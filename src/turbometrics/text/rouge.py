@@ -77,12 +77,12 @@ class ROUGE(Metric):
         return self._fold(self._stats(predictions, references, num_threads))
 
     def _all_rows(self) -> np.ndarray:
-        return concat(self._rows, np.zeros((0, 3 * len(self.rouge_types))))
+        return concat(self._rows, (0, 3 * len(self.rouge_types)))
 
     def compute(self) -> dict[str, Scores]:
         """``{rouge_type: Scores(precision, recall, fmeasure)}``, float64 arrays over every pair seen."""
-        rows = self._all_rows()
-        return {t: Scores(*(rows[:, 3 * q + j].copy() for j in range(3))) for q, t in enumerate(self.rouge_types)}
+        cols = np.ascontiguousarray(self._all_rows().T)  # one copy; each score is a row of it
+        return {t: Scores(cols[3 * q], cols[3 * q + 1], cols[3 * q + 2]) for q, t in enumerate(self.rouge_types)}
 
     def _plan(self) -> Plan:
         """Rows: (P, R, F) of each type per pair; scores: their means."""
@@ -150,11 +150,34 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
                device: str | None = None) -> np.ndarray:
     """Length of the longest common subsequence of each pair ``(a[i], b[i])`` of token-id sequences.
 
-    ``a`` and ``b`` are equally long lists of 1-D integer arrays (any integer
-    dtype, host or device; token ids from any tokenizer). ROUGE-L of a pair is
-    then ``P = lcs / len(pred)``, ``R = lcs / len(ref)``, ``F = 2PR / (P + R)``.
-    On the CPU: bit-parallel LCS for up to 4096 distinct ids, else the DP;
-    ``device="cuda"`` runs one GPU thread per pair. Returns int64 (N,) on the host.
+    ROUGE-L of a pair is then ``P = lcs / len(pred)``, ``R = lcs / len(ref)``,
+    ``F = 2PR / (P + R)``. On the CPU: bit-parallel LCS for up to 4096
+    distinct ids, else the DP; ``device="cuda"`` runs one GPU thread per pair.
+
+    Parameters
+    ----------
+    a, b : lists of 1-D integer arrays
+        Equally long; any integer dtype, host or device (token ids from any tokenizer).
+    num_threads : int, optional
+        CPU threads (default: every core); results do not depend on it.
+    device : {"cpu", "cuda"}, optional
+        Where to run (default: the CPU).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 (N,) on the host.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-integer or non-1-D sequences, or lists of different lengths.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.lcs_length([[1, 2, 3, 4]], [[2, 4, 3]])
+    array([2])
     """
     from .. import _gpu  # numba.cuda only when asked for
 

@@ -20,15 +20,35 @@ def tokenizer_code(name: str) -> int:
 def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     """The tokens of ``text`` as sacrebleu's tokenizer of that name produces them (then ``split()``).
 
-    ``"13a"`` (mteval-v13a, sacrebleu's default), ``"intl"`` (mteval-v14, with
-    the Unicode classes of the ``regex`` release named in
-    ``turbometrics.text.tokenizers.REGEX_VERSION``), ``"zh"`` (sacrebleu's,
-    including its range quirk, sacrebleu issue #298), ``"char"`` (every
-    non-space character), ``"none"`` (whitespace split). Trailing whitespace is
-    stripped first, as sacrebleu does before tokenizing.
+    Parameters
+    ----------
+    text : str
+        Trailing whitespace is stripped first, as sacrebleu does before tokenizing.
+    tokenizer : str
+        ``"13a"`` (mteval-v13a, sacrebleu's default), ``"intl"`` (mteval-v14,
+        with the Unicode classes of the ``regex`` release named in
+        ``turbometrics.text.tokenizers.REGEX_VERSION``), ``"zh"`` (sacrebleu's,
+        including its range quirk, sacrebleu issue #298), ``"char"`` (every
+        non-space character), ``"none"`` (whitespace split); ``"rouge"`` and
+        ``"rouge-stem"`` give rouge-score's tokens (lowercase ``[a-z0-9]``
+        runs; with nltk's Porter stem of those longer than 3 characters).
 
-    ``"rouge"`` and ``"rouge-stem"`` give rouge-score's tokens (lowercase
-    ``[a-z0-9]`` runs; with nltk's Porter stem of those longer than 3 characters).
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a non-str ``text`` or an unknown tokenizer.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.tokenize("Hello, world (2026).")
+    ['Hello', ',', 'world', '(', '2026', ')', '.']
+    >>> tm.tokenize("Running dogs!", "rouge-stem")
+    ['run', 'dog']
     """
     text = V.check_str(text, "text")
     V.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + ROUGE_TOKENIZERS)
