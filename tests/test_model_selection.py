@@ -121,7 +121,7 @@ def test_cross_validate_equals_scikit_learn_with_an_estimator():
     np.testing.assert_array_equal(res["accuracy"], theirs)
     top2 = tm.cross_validate(est, X, y, cv=tm.StratifiedKFold(5), metrics={"top2": lambda p, t: tm.topk_accuracy(
         p, t, k=2)})  # predict_proba scores straight into a turbometrics metric
-    assert top2.values["top2"].shape == (5,) and np.all(top2["top2"] >= res["accuracy"])
+    assert top2.scores["top2"].shape == (5,) and np.all(top2["top2"] >= res["accuracy"])
     assert res.mean["accuracy"] == pytest.approx(np.mean(theirs)) and res.std["accuracy"] == np.std(theirs)
 
 

@@ -178,7 +178,12 @@ def _load_arrays(args, names: Sequence[str]) -> list:
 
     try:
         if len(args.arrays) == 1 and args.arrays[0].endswith(".npz"):
-            z = np.load(args.arrays[0])
+            try:
+                z = np.load(args.arrays[0], allow_pickle=False)
+            except (ValueError, OSError) as e:
+                if isinstance(e, FileNotFoundError):
+                    raise
+                raise InputError(f"{args.arrays[0]} is not a readable .npz file ({e})") from None
             missing = [n for n in names[:2] if n not in z.files]
             if missing:
                 raise InputError(f"{args.arrays[0]} has no array {missing[0]!r} (it has {', '.join(z.files)})")
@@ -186,9 +191,20 @@ def _load_arrays(args, names: Sequence[str]) -> list:
         if len(args.arrays) < 2:
             raise InputError(f"give {names[0]}.npy and {names[1]}.npy, or one .npz with arrays "
                              f"{', '.join(repr(n) for n in names)}")
-        return [np.load(p, mmap_mode="r", allow_pickle=False) for p in args.arrays]
+        return [_load_npy(np, p) for p in args.arrays]
     except FileNotFoundError as e:
         raise InputError(f"no such file: {e.filename}") from None
+
+
+def _load_npy(np, path: str):
+    """One ``.npy`` array, memory-mapped; anything else is an InputError saying what was expected."""
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise InputError(f"{path} is not a .npy file (save arrays with numpy.save, or pass one .npz)")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as e:  # e.g. an object array, which would need pickle
+        raise InputError(f"{path}: cannot read it as a numeric .npy array ({str(e).splitlines()[0]})") from None
 
 
 def _run_arrays(args, acc, names: Sequence[str]) -> Any:

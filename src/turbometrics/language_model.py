@@ -147,9 +147,9 @@ class Perplexity(Metric):
         As in ``perplexity``.
     input : {"logits", "log_probs", "probs", "nll"}
         What ``update`` is given: logits (N, V) or (B, T, V) with targets;
-        log-probabilities or probabilities likewise (probabilities may also
-        come already gathered, (N,) or (B, T), without targets); per-token
-        NLLs (N,) or (B, T) without targets.
+        log-probabilities or probabilities likewise (both may also come
+        already gathered, (N,) or (B, T), without targets); per-token NLLs
+        (N,) or (B, T) without targets.
 
     Examples
     --------
@@ -174,11 +174,11 @@ class Perplexity(Metric):
 
     def _token_nll(self, x, targets, mask, num_threads, device) -> tuple[np.ndarray, np.ndarray]:
         kind = self.input
-        if kind == "nll" or (kind == "probs" and targets is None):
+        if kind == "nll" or (kind in ("probs", "log_probs") and targets is None):
             if targets is not None:
                 raise ValueError("per-token NLLs take no targets")
             if self.ignore_index is not None:
-                raise ValueError("ignore_index needs targets; use mask with gathered probabilities")
+                raise ValueError(f"ignore_index needs targets; use mask with gathered {kind.replace('_', '-')}")
             v, counted = _values(x, kind, mask)
         elif targets is None:
             raise TypeError(f"targets is required for input={kind!r}")
@@ -190,7 +190,11 @@ class Perplexity(Metric):
             return v, counted
         if kind == "log_probs":
             return -v, counted
-        with np.errstate(divide="ignore"):
+        live = v[counted]
+        if not ((live >= 0) & (live <= 1)).all():  # NaN fails both comparisons
+            bad = live[~((live >= 0) & (live <= 1))][0]
+            raise ValueError(f"probs must lie in [0, 1] where counted; found {bad!r}")
+        with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 gives inf; positions not counted are not read
             return -np.log(v), counted
 
     def _stats(self, x, targets, mask, num_threads, device):
@@ -264,13 +268,16 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
                                                       device=device).compute()
 
 
-def perplexity_from_log_probs(log_probs: Any, targets: Any, ignore_index: int | None = None,
+def perplexity_from_log_probs(log_probs: Any, targets: Any = None, ignore_index: int | None = None,
                               mask: Any = None, reduction: str = "token") -> Any:
-    """Perplexity from log-probabilities (N, V) or (B, T, V) (e.g. ``log_softmax`` output).
+    """Perplexity from log-probabilities (e.g. ``log_softmax`` output, or an API's token logprobs).
 
     Parameters
     ----------
-    log_probs : array-like (N, V) or (B, T, V) of floats
+    log_probs : array-like of floats
+        With ``targets``: a full distribution (N, V) or (B, T, V). Without:
+        the already-gathered log-probability of each true token, (N,) or
+        (B, T) (``ignore_index`` does not apply; use ``mask``).
     targets, ignore_index, mask, reduction
         As in ``perplexity``.
 
@@ -282,6 +289,8 @@ def perplexity_from_log_probs(log_probs: Any, targets: Any, ignore_index: int | 
     --------
     >>> import numpy as np, turbometrics as tm
     >>> tm.perplexity_from_log_probs(np.log(np.full((2, 4), 0.25)), [0, 3])
+    4.0
+    >>> tm.perplexity_from_log_probs(np.log([0.5, 0.125]))
     4.0
     """
     return Perplexity(ignore_index, reduction, "log_probs").update(log_probs, targets, mask).compute()
@@ -303,6 +312,11 @@ def perplexity_from_probs(probs: Any, targets: Any = None, ignore_index: int | N
     Returns
     -------
     float or numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError
+        For probabilities outside [0, 1] or NaN (where counted), and as ``perplexity``.
 
     Examples
     --------

@@ -212,27 +212,33 @@ class RepeatedKFold:
 __all__ += ["cross_validate", "CVResult"]
 
 
-class CVResult:
+class CVResult(dict):
     """Per-fold metric values with their mean and standard deviation, and fit/score times (seconds).
 
-    ``values[name]`` is a float64 array with one entry per fold (in the
-    splitter's order); ``mean[name]``, ``std[name]`` (population std, as
-    ``np.std``); ``fit_time``, ``score_time`` arrays. Prints as a table.
+    A dict with scikit-learn's ``cross_validate`` keys: ``fit_time``,
+    ``score_time`` and ``test_<name>`` per metric, each a float64 array with
+    one entry per fold (in the splitter's order), so ``pd.DataFrame(res)``
+    and code written for scikit-learn work; ``res[name]`` works too.
+    ``scores[name]`` (the same arrays by metric name), ``mean[name]``,
+    ``std[name]`` (population std, as ``np.std``). Prints as a table.
     """
 
-    def __init__(self, values: dict[str, np.ndarray], fit_time: np.ndarray, score_time: np.ndarray):
-        self.values = values
+    def __init__(self, scores: dict[str, np.ndarray], fit_time: np.ndarray, score_time: np.ndarray):
+        super().__init__(fit_time=fit_time, score_time=score_time, **{f"test_{k}": v for k, v in scores.items()})
+        self.scores = scores
         self.fit_time = fit_time
         self.score_time = score_time
-        self.mean = {k: float(np.mean(v)) for k, v in values.items()}
-        self.std = {k: float(np.std(v)) for k, v in values.items()}
+        self.mean = {k: float(np.mean(v)) for k, v in scores.items()}
+        self.std = {k: float(np.std(v)) for k, v in scores.items()}
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.values[name]
+    def __missing__(self, key: str) -> np.ndarray:
+        if key in self.scores:  # the bare metric name
+            return self.scores[key]
+        raise KeyError(key)
 
     def __str__(self) -> str:
-        names = list(self.values) + ["fit_time", "score_time"]
-        cols = {**self.values, "fit_time": self.fit_time, "score_time": self.score_time}
+        names = list(self.scores) + ["fit_time", "score_time"]
+        cols = {**self.scores, "fit_time": self.fit_time, "score_time": self.score_time}
         width = max(10, *(len(n) for n in names))
         head = f"{'fold':>6} " + " ".join(f"{n:>{width}}" for n in names)
         rows = [f"{i:>6} " + " ".join(f"{cols[n][i]:>{width}.4f}" for n in names) for i in range(len(self.fit_time))]

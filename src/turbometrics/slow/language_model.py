@@ -72,7 +72,11 @@ def perplexity(logits, targets, ignore_index=None, mask=None, reduction="token")
     return _reduce(nll, _counted(targets_b, ignore_index, mask_b), reduction)
 
 
-def perplexity_from_log_probs(log_probs, targets, ignore_index=None, mask=None, reduction="token"):
+def perplexity_from_log_probs(log_probs, targets=None, ignore_index=None, mask=None, reduction="token"):
+    if targets is None:  # already gathered: one log-probability per token
+        log_probs = _as_batch(log_probs, 2)
+        mask = None if mask is None else _as_batch(mask, 2)
+        return _reduce([[-v for v in seq] for seq in log_probs], _counted(log_probs, None, mask), reduction)
     log_probs, targets = _as_batch(log_probs, 3), _as_batch(targets, 2)
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
@@ -83,6 +87,8 @@ def perplexity_from_log_probs(log_probs, targets, ignore_index=None, mask=None, 
 
 
 def _neg_log(p):
+    if not 0 <= p <= 1:
+        raise ValueError("a probability outside [0, 1]")
     return math.inf if p == 0 else -math.log(p)
 
 
