@@ -56,3 +56,48 @@ def test_the_array_commands_say_when_a_file_is_not_npy(tmp_path):
         out = subprocess.run([sys.executable, "-m", "turbometrics", "perplexity", str(path), str(t)],
                              capture_output=True, text=True)
         assert out.returncode == 2 and msg in out.stderr and "allow_pickle" not in out.stderr, out.stderr
+
+
+class _Whitespace:
+    """A rouge-score style tokenizer object: case kept, punctuation attached."""
+
+    def tokenize(self, text):
+        return text.split()
+
+
+def _multiline(texts):
+    return [t.replace(". ", ".\n") for t in texts]
+
+
+@pytest.mark.parametrize("tokenizer", [_Whitespace(), lambda t: t.lower().split(",")], ids=["object", "callable"])
+def test_rouge_takes_a_tokenizer_as_rouge_score_does(summaries, tokenizer):
+    from rouge_score import rouge_scorer
+
+    class Wrapped:  # rouge-score wants an object with .tokenize
+        def tokenize(self, text):
+            return tokenizer(text) if callable(tokenizer) else tokenizer.tokenize(text)
+
+    preds, refs = _multiline(summaries[0][:300]), _multiline(summaries[1][:300])
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    ours = tm.rouge(preds, refs, types, tokenizer=tokenizer)
+    scorer = rouge_scorer.RougeScorer(types, tokenizer=Wrapped())
+    for i, (p, r) in enumerate(zip(preds, refs)):
+        theirs = scorer.score(r, p)
+        for t in types:
+            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == \
+                tuple(theirs[t]), (i, t)
+    acc = tm.metrics.ROUGE(types, tokenizer=tokenizer).update(preds[:100], refs[:100]).update(preds[100:], refs[100:])
+    assert all(np.array_equal(acc.compute()[t].fmeasure, ours[t].fmeasure) for t in types)
+
+
+def test_rouge_takes_pretokenized_input():
+    got = tm.rouge([["The", "cat", "."], ["a"]], [["The", "cat", "sat"], [["b"], ["a", "b"]]],
+                   ["rouge1", "rougeL"], tokenizer="pretokenized")
+    ws = tm.rouge(["The cat .", "a"], ["The cat sat", ["b", "a b"]], ["rouge1", "rougeL"], tokenizer=str.split)
+    for t in ("rouge1", "rougeL"):
+        assert np.array_equal(got[t].fmeasure, ws[t].fmeasure)
+    assert got["rouge1"].precision[0] == pytest.approx(2 / 3)
+    with pytest.raises(TypeError, match="tokenizer must be"):
+        tm.rouge(["a"], ["a"], tokenizer=3)
+    with pytest.raises(TypeError, match=r"predictions\[0\]"):
+        tm.rouge([[1, 2]], [["a"]], tokenizer="pretokenized")

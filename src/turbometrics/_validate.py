@@ -351,6 +351,23 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     return out
 
 
+def as_multi_token_references(references: Any, n: int, name: str = "references") -> tuple[list, np.ndarray]:
+    """One tokenized reference (a list of str) or several (a list of them) per prediction, flattened."""
+    items = _as_list(references, name, "a list (one entry per prediction)")
+    if len(items) != n:
+        raise ValueError(f"{name} has {len(items)} entries but there are {n} predictions")
+    flat: list = []
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for i, item in enumerate(items):
+        toks = _as_list(item, f"{name}[{i}]", "a list of tokens or a list of token lists")
+        if toks and not isinstance(toks[0], str):  # several references
+            flat.extend(as_texts(r, f"{name}[{i}][{j}]") for j, r in enumerate(toks))
+        else:  # one reference (an empty list is one empty reference)
+            flat.append(as_texts(toks, f"{name}[{i}]"))
+        offsets[i + 1] = len(flat)
+    return flat, offsets
+
+
 def as_multi_references(references: Any, n: int, name: str = "references") -> tuple[list[str], np.ndarray]:
     """One reference (str) or several (a list of str) per prediction, flattened with offsets."""
     items = _as_list(references, name, "a list (one entry per prediction)")

@@ -16,6 +16,8 @@ from .._ext import _text
 from .._metric import Metric, Plan, concat
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
+ROUGE_LSUM = 11  # the kernel's code for rougeLsum (1..9: ROUGE-N, 10: ROUGE-L)
+PRETOKENIZED = "pretokenized"  # tokenizer= for predictions/references given as lists of tokens
 
 
 class Scores(NamedTuple):
@@ -30,7 +32,7 @@ def _kind(t: str) -> int:
     if t == "rougeL":
         return 10
     if t == "rougeLsum":
-        return 11
+        return ROUGE_LSUM
     if isinstance(t, str) and re.fullmatch(r"rouge[1-9]", t):
         return int(t[5:])
     raise ValueError(f"unknown rouge type {t!r}; use rouge1..rouge9, rougeL or rougeLsum")
@@ -54,7 +56,7 @@ class ROUGE(Metric):
     modes = ("default", "rouge_score")
 
     def __init__(self, rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
-                 use_stemmer: bool = False, split_summaries: bool = False):
+                 use_stemmer: bool = False, split_summaries: bool = False, tokenizer: Any = None):
         self.rouge_types = tuple(V.as_texts(rouge_types, "rouge_types"))
         if not self.rouge_types:
             raise ValueError("rouge_types is empty")
@@ -62,14 +64,51 @@ class ROUGE(Metric):
         if split_summaries:
             raise ValueError("split_summaries=True (nltk.sent_tokenize) is not supported yet; "
                              "put one sentence per line instead")
-        self.use_stemmer = bool(use_stemmer)
+        if not (tokenizer is None or tokenizer == PRETOKENIZED or callable(tokenizer)
+                or callable(getattr(tokenizer, "tokenize", None))):
+            raise TypeError(f"tokenizer must be None, an object with .tokenize(text), a callable or "
+                            f"{PRETOKENIZED!r}; got {type(tokenizer).__name__}")
+        self.use_stemmer, self.tokenizer = bool(use_stemmer), tokenizer
         self.reset()
 
     def _stats(self, predictions, references, num_threads):
-        preds = V.as_texts(predictions, "predictions")
-        flat, offsets = V.as_multi_references(references, len(preds))
-        out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, V.check_threads(num_threads))
-        return (out.reshape(len(preds), -1),)  # (P, R, F) of each type in type order
+        threads = V.check_threads(num_threads)
+        if self.tokenizer is None:
+            preds = V.as_texts(predictions, "predictions")
+            flat, offsets = V.as_multi_references(references, len(preds))
+            out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
+        else:
+            out = self._stats_tokenized(predictions, references, threads)
+        return (out.reshape(out.shape[0], -1),)  # (P, R, F) of each type in type order
+
+    def _stats_tokenized(self, predictions, references, threads):
+        """With the caller's tokens: each distinct token becomes a distinct [a-z0-9] word, and the
+        default kernel scores the re-spelt texts (ROUGE depends only on which tokens are equal).
+        rouge-score tokenizes whole texts for ROUGE-N/L and each line for ROUGE-Lsum."""
+        if self.tokenizer == PRETOKENIZED:
+            preds = [V.as_texts(p, f"predictions[{i}]") for i, p in enumerate(V._as_list(
+                predictions, "predictions", "a list of token lists"))]
+            refs, offsets = V.as_multi_token_references(references, len(preds))
+            whole = lines = (preds, refs)
+        else:
+            split = self.tokenizer if callable(self.tokenizer) else self.tokenizer.tokenize
+            preds = V.as_texts(predictions, "predictions")
+            flat, offsets = V.as_multi_references(references, len(preds))
+            whole = tuple([list(split(t)) for t in texts] for texts in (preds, flat))
+            lines = tuple([[list(split(s)) for s in t.split("\n") if s] for t in texts] for texts in (preds, flat))
+        words: dict = {}
+        spell = (lambda toks: " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in toks]))
+        out = np.zeros((len(preds), len(self._kinds), 3))
+        for lsum, (p, r) in ((False, whole), (True, lines)):
+            cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == lsum]
+            if not cols:
+                continue
+            if lsum and self.tokenizer != PRETOKENIZED:  # lines of tokens
+                p, r = ([("\n".join(spell(s) for s in t)) for t in x] for x in (p, r))
+            else:
+                p, r = ([spell(t) for t in x] for x in (p, r))
+            out[:, cols] = _text.rouge_scores(p, r, offsets, [self._kinds[q] for q in cols], False, threads)
+        return out
 
     def update(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]], *,
                num_threads: int | None = None) -> "ROUGE":
@@ -97,7 +136,8 @@ class ROUGE(Metric):
 
 def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
           rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False,
-          split_summaries: bool = False, *, num_threads: int | None = None) -> dict[str, Scores]:
+          split_summaries: bool = False, tokenizer: Any = None, *,
+          num_threads: int | None = None) -> dict[str, Scores]:
     """ROUGE of each prediction against its reference(s), as ``rouge_score.rouge_scorer.RougeScorer``.
 
     Argument order: ours is ``rouge(predictions, references)``; rouge-score's
@@ -116,6 +156,13 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
         Porter stems (nltk's) of tokens longer than 3 characters.
     split_summaries : bool
         Not supported yet (raises); put one sentence per line for ROUGE-Lsum.
+    tokenizer : None, object with ``.tokenize(text)``, callable, or "pretokenized"
+        As rouge-score's ``RougeScorer(tokenizer=...)``: None is rouge-score's
+        default tokenizer; an object's ``tokenize`` (or a callable) gives the
+        tokens of a text (then ``use_stemmer`` does not apply, as in
+        rouge-score); ROUGE-Lsum tokenizes each line. ``"pretokenized"``:
+        predictions are lists of tokens, and ``references[i]`` a list of
+        tokens or a list of such lists (one sentence each for ROUGE-Lsum).
     num_threads : int, optional
         Threads (default: every core); results do not depend on it.
 
@@ -142,8 +189,8 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     >>> s["rouge1"].fmeasure, s["rouge2"].precision
     (array([0.83333333]), array([0.6]))
     """
-    return ROUGE(rouge_types, use_stemmer, split_summaries).update(predictions, references,
-                                                                    num_threads=num_threads).compute()
+    return ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(predictions, references,
+                                                                               num_threads=num_threads).compute()
 
 
 def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,
