@@ -101,3 +101,27 @@ def test_rouge_takes_pretokenized_input():
         tm.rouge(["a"], ["a"], tokenizer=3)
     with pytest.raises(TypeError, match=r"predictions\[0\]"):
         tm.rouge([[1, 2]], [["a"]], tokenizer="pretokenized")
+
+
+def test_lm_perplexity_scores_only_the_labelled_positions():
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((11, 11))
+    model = lambda ids: W[ids]  # position t's logits depend on token t only: causal  # noqa: E731
+    seqs = [rng.integers(0, 11, n) for n in (7, 12, 5)]
+    labels = [np.full(len(s), -100) for s in seqs]
+    for s, lab in zip(seqs, labels):  # score the last two tokens (the "answer") only
+        lab[-2:] = s[-2:]
+    logp = W - np.log(np.exp(W).sum(1, keepdims=True))
+    nll = [[-logp[s[j - 1], s[j]] for j in (len(s) - 2, len(s) - 1)] for s in seqs]
+    got = tm.lm_perplexity(model, seqs, max_length=4, stride=2, labels=labels, reduction="none")
+    np.testing.assert_allclose(got, np.exp([np.mean(x) for x in nll]), rtol=1e-6)
+    total = tm.lm_perplexity(model, seqs, max_length=4, stride=2, labels=labels)
+    assert total == pytest.approx(np.exp(np.mean(sum(nll, []))), rel=1e-6)
+    # labels other than the tokens are scored as given (Hugging Face's labels)
+    other = [np.where(lab == -100, -100, (lab + 1) % 11) for lab in labels]
+    want = np.mean([-logp[s[j - 1], (s[j] + 1) % 11] for s in seqs for j in (len(s) - 2, len(s) - 1)])
+    assert tm.lm_perplexity(model, seqs, max_length=4, stride=2, labels=other) == pytest.approx(np.exp(want), rel=1e-6)
+    with pytest.raises(ValueError, match="labels must match token_ids"):
+        tm.lm_perplexity(model, seqs, labels=labels[:2])
+    with pytest.raises(ValueError, match=r"labels\[0\] holds id 11, outside the vocabulary"):
+        tm.lm_perplexity(model, seqs, labels=[np.where(lab >= 0, 11, lab) for lab in labels], vocab_size=11)

@@ -50,27 +50,27 @@ def windows(length: int, max_length: int, stride: int, seq: int = 0) -> Iterator
             break
 
 
-def _sequences(token_ids: Any, ignore_index: int | None) -> list[np.ndarray]:
+def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids") -> list[np.ndarray]:
     """One id sequence or a list of them (ragged), as int64 host arrays (ids >= 0 or ignore_index)."""
     if isinstance(token_ids, (list, tuple)) and token_ids and not np.isscalar(token_ids[0]):
-        seqs = [V.as_int_array(to_host(s), f"token_ids[{i}]") for i, s in enumerate(token_ids)]
+        seqs = [V.as_int_array(to_host(s), f"{name}[{i}]") for i, s in enumerate(token_ids)]
     else:
-        a = V.as_int_array(to_host(token_ids), "token_ids")
+        a = V.as_int_array(to_host(token_ids), name)
         if a.ndim not in (1, 2):
-            raise ValueError(f"token_ids must be one sequence (T,), a batch (B, T) or a list of sequences; "
+            raise ValueError(f"{name} must be one sequence (T,), a batch (B, T) or a list of sequences; "
                              f"got shape {a.shape}")
         seqs = [a] if a.ndim == 1 else list(a)
     if not seqs:
-        raise ValueError("token_ids holds no sequence")
+        raise ValueError(f"{name} holds no sequence")
     out = []
     for i, s in enumerate(seqs):
         if s.ndim != 1:
-            raise ValueError(f"token_ids[{i}] must be 1-D, got shape {s.shape}")
+            raise ValueError(f"{name}[{i}] must be 1-D, got shape {s.shape}")
         if s.size == 0:
-            raise ValueError(f"token_ids[{i}] is empty")
+            raise ValueError(f"{name}[{i}] is empty")
         neg = s[(s < 0) & (s != ignore_index)] if ignore_index is not None else s[s < 0]
         if neg.size:
-            raise ValueError(f"token_ids[{i}] holds a negative id ({int(neg[0])})")
+            raise ValueError(f"{name}[{i}] holds a negative id ({int(neg[0])})")
         out.append(np.asarray(s, dtype=np.int64))
     return out
 
@@ -110,7 +110,8 @@ def _caller(model: Callable, like: Any, device: Any) -> Callable[[np.ndarray], A
 
 def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, stride: int | None = None,
                   batch_size: int = 8, ignore_index: int | None = None, reduction: str = "token",
-                  *, vocab_size: int | None = None, device: Any = None, progress: bool = False) -> Any:
+                  *, labels: Any = None, vocab_size: int | None = None, device: Any = None,
+                  progress: bool = False) -> Any:
     """Perplexity of a causal LM on ``token_ids``, with the sliding windows of the transformers guide.
 
     The result is the exact average NLL over the scored tokens. (The guide's
@@ -137,6 +138,11 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     ignore_index : int, optional
         Tokens equal to it are not scored (they are fed to the model as they
         are, or as id 0 when ``ignore_index`` is negative).
+    labels : array-like or list of sequences, optional
+        Shaped like ``token_ids`` (Hugging Face's ``labels``): the token to
+        score at each position, or -100 where nothing is scored, e.g. the
+        prompt before a continuation, or the context before an answer word.
+        Default: every token of ``token_ids`` (as the windows allow).
     reduction : {"token", "mean", "none"}
         ``"token"``: corpus perplexity, exp of total NLL / scored tokens.
         ``"mean"``: the mean of per-sequence perplexities (Hugging Face
@@ -182,6 +188,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     if ignore_index is not None:
         V.check_int(ignore_index, "ignore_index")
     seqs = _sequences(token_ids, ignore_index)
+    targets_of = seqs if labels is None else _labels(labels, seqs)
     call = _caller(model, token_ids, device)
     if vocab_size is None:
         vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
@@ -191,6 +198,8 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
         _check_logits(logits, probe.shape)
         vocab_size = int(logits.shape[-1])
     _check_vocab(seqs, V.check_int(vocab_size, "vocab_size"), ignore_index)
+    if labels is not None:
+        _check_vocab(targets_of, vocab_size, _IGNORE, "labels")
 
     plan = [w for i, s in enumerate(seqs) for w in windows(len(s), max_length, stride, i)]
     sums = [ExactSum() for _ in seqs]
@@ -200,7 +209,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     batches = range(0, len(plan), batch_size)
     for start in tqdm(batches, desc="lm_perplexity", unit="batch", disable=not progress):
         batch = plan[start:start + batch_size]
-        ids, targets = _batch(seqs, batch, ignore_index)
+        ids, targets = _batch(seqs, targets_of, batch, ignore_index)
         logits = call(ids)
         _check_logits(logits, ids.shape)
         nll = np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
@@ -224,7 +233,17 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     return float(np.mean(per_seq[live])) if live.any() else float("nan")
 
 
-def _batch(seqs: list[np.ndarray], batch: list[Window], ignore_index: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _labels(labels: Any, seqs: list[np.ndarray]) -> list[np.ndarray]:
+    """Per-position targets (-100: not scored), one sequence per token sequence, of the same lengths."""
+    out = _sequences(labels, _IGNORE, "labels")
+    if len(out) != len(seqs) or any(len(a) != len(b) for a, b in zip(out, seqs)):
+        raise ValueError(f"labels must match token_ids in shape: {[len(a) for a in out][:4]} vs "
+                         f"{[len(b) for b in seqs][:4]} (lengths of the first sequences)")
+    return out
+
+
+def _batch(seqs: list[np.ndarray], labels: list[np.ndarray], batch: list[Window],
+           ignore_index: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Right-padded input ids (pad id 0) and next-token targets (-100 where not scored)."""
     width = max(w.end - w.begin for w in batch)
     ids = np.zeros((len(batch), width), np.int64)
@@ -237,7 +256,7 @@ def _batch(seqs: list[np.ndarray], batch: list[Window], ignore_index: int | None
                                                                                             window)
         # position i predicts token begin + i + 1; scored when that token is in [score_from, end)
         lo = w.score_from - w.begin - 1
-        t = s[w.score_from:w.end]
+        t = labels[w.seq][w.score_from:w.end]  # the tokens themselves unless labels were given
         targets[row, lo:lo + len(t)] = t
         if ignore_index is not None:
             seg = targets[row, lo:lo + len(t)]
@@ -245,11 +264,11 @@ def _batch(seqs: list[np.ndarray], batch: list[Window], ignore_index: int | None
     return ids, targets
 
 
-def _check_vocab(seqs: list[np.ndarray], vocab_size: int, ignore_index: int | None) -> None:
+def _check_vocab(seqs: list[np.ndarray], vocab_size: int, ignore_index: int | None, name: str = "token_ids") -> None:
     for i, s in enumerate(seqs):
         live = s if ignore_index is None else s[s != ignore_index]
         if live.size and live.max() >= vocab_size:
-            raise ValueError(f"token_ids[{i}] holds id {int(live.max())}, outside the vocabulary of "
+            raise ValueError(f"{name}[{i}] holds id {int(live.max())}, outside the vocabulary of "
                              f"{vocab_size} (the model's logits)")
 
 
