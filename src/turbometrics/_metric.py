@@ -76,6 +76,11 @@ def concat(chunks: list, shape: tuple = (0,), dtype: Any = np.float64) -> np.nda
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
+def column_sums(rows: np.ndarray) -> np.ndarray:
+    """Integer statistics summed over the items (one item's row as it is: a sentence score pays no reduction)."""
+    return rows[0] if len(rows) == 1 else rows.sum(axis=0)
+
+
 class Metric:
     """Base class of the metric objects in ``tm.metrics``.
 

@@ -257,7 +257,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
         p.add_argument("--paired-ar-n", type=int, default=10000, help="randomization trials (default: 10000)")
         if name == "bleu":
-            p.add_argument("-tok", "--tokenize", default="13a", help="13a (default), intl, zh, char, none")
+            p.add_argument("-tok", "--tokenize", default="13a",
+                           help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), "
+                                "flores200, spBLEU-1K")
+            p.add_argument("--spm-model", default=None,
+                           help="a local SentencePiece model for flores101/flores200/spBLEU-1K "
+                                "(default: sacrebleu's cache, $SACREBLEU/models)")
             p.add_argument("-s", "--smooth-method", default="exp", choices=["none", "floor", "add-k", "exp"])
             p.add_argument("-sv", "--smooth-value", type=float, default=None)
             p.add_argument("--max-ngram-order", type=int, default=4)
@@ -322,7 +327,8 @@ def _run(args, parser) -> str | None:
         parser.error("--width must be >= 0")
     if cmd == "bleu":
         return _run_text(args, lambda: metrics.BLEU(args.tokenize, args.lowercase, args.smooth_method,
-                                                    args.smooth_value, args.max_ngram_order, args.effective_order))
+                                                    args.smooth_value, args.max_ngram_order, args.effective_order,
+                                                    spm_model=args.spm_model))
     if cmd == "chrf":
         return _run_text(args, lambda: metrics.CHRF(args.char_order, args.word_order, args.beta, args.lowercase,
                                                     args.whitespace, args.eps_smoothing))
@@ -341,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         out = _run(args, parser)
-    except (InputError, ValueError, TypeError, OSError) as e:
+    except (InputError, ValueError, TypeError, OSError, ImportError, RuntimeError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"turbometrics {args.command}: error: {msg}", file=sys.stderr)
         return 2

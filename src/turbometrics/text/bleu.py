@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import _validate as V
 from .._ext import _text
-from .._metric import Metric, Plan, Signature, concat, one_score
-from .tokenizers import combine_nrefs, nrefs_label, tokenizer_code
+from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
+from .external_tokenizers import external
+from .tokenizers import EXTERNAL, combine_nrefs, nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
 SMOOTH = {"none": (0, None), "floor": (1, 0.1), "add-k": (2, 1), "exp": (3, None)}
@@ -131,8 +132,14 @@ class PreparedReferences:
         return len(self.streams[0])
 
 
+def _pretokenize(texts: list, ext, lowercase: bool) -> list:
+    """sacrebleu's preprocessing with an external tokenizer: lowercase, rstrip, tokenize (None stays None)."""
+    return [None if t is None else ext.tokenize((t.lower() if lowercase else t).rstrip()) for t in texts]
+
+
 def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str = "13a",
-                       lowercase: bool = False, *, num_threads: int | None = None) -> PreparedReferences:
+                       lowercase: bool = False, *, num_threads: int | None = None,
+                       spm_model: str | None = None) -> PreparedReferences:
     """Tokenize reference streams once, for scoring several systems against them.
 
     Parameters
@@ -162,8 +169,10 @@ def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str
         n = 0  # as_reference_streams says what is wrong
     streams = V.as_reference_streams(references, n)
     threads = V.check_threads(num_threads)
-    return PreparedReferences([_text.tokenize_many(s, tok, bool(lowercase), threads) for s in streams],
-                              tokenize, bool(lowercase))
+    lc = bool(lowercase)
+    if tokenize in EXTERNAL:
+        streams, lc = [_pretokenize(s, external(tokenize, spm_model), lc) for s in streams], False
+    return PreparedReferences([_text.tokenize_many(s, tok, lc, threads) for s in streams], tokenize, bool(lowercase))
 
 
 class BLEU(Metric):
@@ -187,8 +196,10 @@ class BLEU(Metric):
     modes = ("default", "sacrebleu")
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
-                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False):
+                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False,
+                 *, spm_model: str | None = None):
         self._tok = tokenizer_code(tokenize)
+        ext = external(tokenize, spm_model) if tokenize in EXTERNAL else None  # loads it now: errors come early
         V.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
         self._code, default = SMOOTH[smooth_method]
         self._value = default if smooth_value is None else V.check_real(smooth_value, "smooth_value")
@@ -197,10 +208,11 @@ class BLEU(Metric):
             raise ValueError(f"max_ngram_order must be >= 1, got {self._order}")
         self.tokenize, self.lowercase, self.smooth_method = tokenize, bool(lowercase), smooth_method
         self.smooth_value, self.max_ngram_order = smooth_value, max_ngram_order
-        self.effective_order = bool(effective_order)
+        self.effective_order, self.spm_model = bool(effective_order), spm_model
         smooth = smooth_method + (f"[{self._value:.2f}]" if default is not None else "")
         self._signature = Signature.of(case="lc" if self.lowercase else "mixed",  # all but nrefs (from the data)
-                                       eff="yes" if self.effective_order else "no", tok=tokenize, smooth=smooth,
+                                       eff="yes" if self.effective_order else "no",
+                                       tok=ext.signature if ext else tokenize, smooth=smooth,
                                        version=SACREBLEU_VERSION)
         self.reset()
 
@@ -217,8 +229,14 @@ class BLEU(Metric):
             refs = references.streams
         else:
             refs = V.as_reference_streams(references, len(hyps))
-        rows = _text.bleu_stats(hyps, refs, self._tok, self._order, self.lowercase, V.check_threads(num_threads),
-                                prepared)
+        lowercase = self.lowercase
+        if self.tokenize in EXTERNAL:  # tokenized here (lowercased first, as sacrebleu); the kernel splits on spaces
+            ext = external(self.tokenize, self.spm_model)  # cached per process (a metric object stays picklable)
+            hyps = _pretokenize(hyps, ext, lowercase)
+            if not prepared:
+                refs = [_pretokenize(s, ext, lowercase) for s in refs]
+            lowercase = False
+        rows = _text.bleu_stats(hyps, refs, self._tok, self._order, lowercase, V.check_threads(num_threads), prepared)
         return rows, nrefs_label(refs)
 
     def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
@@ -244,7 +262,7 @@ class BLEU(Metric):
 
     def compute(self) -> BLEUScore:
         """The corpus score of every segment seen, with sacrebleu's statistics and signature."""
-        total = concat(self._rows, (0, 2 + 2 * self._order), np.int64).sum(axis=0)
+        total = column_sums(concat(self._rows, (0, 2 + 2 * self._order), np.int64))
         score, bp, prec, correct, totals = _text.bleu_detail(
             np.ascontiguousarray(total, dtype=np.int64), self._order, self._code, float(self._value or 0.0),
             self.effective_order)
@@ -263,7 +281,7 @@ class BLEU(Metric):
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
                 tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False, *,
-                num_threads: int | None = None) -> BLEUScore:
+                num_threads: int | None = None, spm_model: str | None = None) -> BLEUScore:
     """Corpus BLEU, equal to ``sacrebleu.corpus_bleu`` (counts, totals, lengths and score, bit for bit).
 
     Parameters
@@ -276,8 +294,11 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
         references (each needs one). Unlike sacrebleu, every stream must have
         exactly one entry per hypothesis. To score several systems against
         the same references, tokenize them once with ``prepare_references``.
-    tokenize : {"13a", "intl", "zh", "char", "none"}
-        sacrebleu's tokenizer (see ``tm.tokenize``).
+    tokenize : str
+        sacrebleu's tokenizer (see ``tm.tokenize``): "13a", "intl", "zh",
+        "char", "none"; "ja-mecab", "ko-mecab" (the ``ja``/``ko`` extras);
+        "flores101" (= "spm"), "flores200", "spBLEU-1K" (the ``spm`` extra
+        and sacrebleu's model file, or ``spm_model``).
     lowercase : bool
         Lowercase hypotheses and references first.
     smooth_method : {"exp", "floor", "add-k", "none"}
@@ -289,6 +310,9 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
         Average only over the orders that have n-grams (sentence BLEU's default).
     num_threads : int, optional
         Threads for the statistics (default: every core); results do not depend on it.
+    spm_model : str, optional
+        A local SentencePiece model file for the SentencePiece tokenizers
+        (default: where sacrebleu keeps it, ``$SACREBLEU/models/``).
 
     Returns
     -------
@@ -312,13 +336,13 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     >>> tm.corpus_bleu(hyps, refs).signature
     'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0'
     """
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
-                effective_order).update(hypotheses, references, num_threads=num_threads).compute()
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
+                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads).compute()
 
 
 def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "13a", lowercase: bool = False,
                   smooth_method: str = "exp", smooth_value: float | None = None, max_ngram_order: int = 4,
-                  effective_order: bool = True) -> BLEUScore:
+                  effective_order: bool = True, *, spm_model: str | None = None) -> BLEUScore:
     """BLEU of one segment against its references, as ``sacrebleu.sentence_bleu``.
 
     Parameters
@@ -326,7 +350,7 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     hypothesis : str
     references : list of str
         This segment's references (at least one).
-    tokenize, lowercase, smooth_method, smooth_value, max_ngram_order
+    tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, spm_model
         As in ``corpus_bleu``.
     effective_order : bool
         True by default, as in sacrebleu's ``sentence_bleu``.
@@ -345,19 +369,19 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     refs = V.as_texts(references, "references")
     if not refs:
         raise ValueError("references is empty: a segment needs at least one reference")
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
-                effective_order).update([hyp], [[r] for r in refs], num_threads=1).compute()
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
+                spm_model=spm_model).update([hyp], [[r] for r in refs], num_threads=1).compute()
 
 
 def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
                  tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
-                 num_threads: int | None = None) -> np.ndarray:
+                 num_threads: int | None = None, spm_model: str | None = None) -> np.ndarray:
     """Sentence BLEU of every segment, equal to a loop of ``sacrebleu.sentence_bleu``.
 
     Parameters
     ----------
-    hypotheses, references, tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, num_threads
+    hypotheses, references, tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, num_threads, spm_model
         As in ``corpus_bleu``.
     effective_order : bool
         True by default, as in sacrebleu's ``sentence_bleu``.
@@ -374,5 +398,5 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
     ...                 [["The cat sat on the mat.", "The dog ran away."]]).round(4)
     array([100.    ,  27.5348])
     """
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order,
-                effective_order).update(hypotheses, references, num_threads=num_threads).segment_scores()
+    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
+                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads).segment_scores()

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate as V
 from .._ext import _text
-from .._metric import Metric, Plan, Signature, concat, one_score
+from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .bleu import SACREBLEU_VERSION, ScoreText
 from .tokenizers import combine_nrefs, nrefs_label
 
@@ -128,7 +128,7 @@ class CHRF(Metric):
 
     def compute(self) -> CHRFScore:
         """The corpus score of every segment seen, with its signature."""
-        total = self._all_rows().sum(axis=0)[None]
+        total = column_sums(self._all_rows())[None]
         return CHRFScore(float(self._scores(total)[0]), self.char_order, self.word_order, self.beta,
                          self.signature())
 

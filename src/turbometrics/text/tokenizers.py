@@ -3,21 +3,25 @@ from __future__ import annotations
 
 from .. import _validate as V
 from .._ext import _text
+from . import external_tokenizers
 
 # The `regex` release whose Unicode classes the intl tokenizer reproduces (tools/gen_unicode_tables.py).
 REGEX_VERSION = "2026.11.15"
 
 # name -> kernel code (text.hpp: tmt::Tokenizer)
 TOKENIZERS = {"13a": 0, "char": 1, "none": 2, "intl": 3, "zh": 4}
+EXTERNAL = external_tokenizers.NAMES  # ja-mecab, ko-mecab, spm, flores101, flores200, spBLEU-1K
 ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
 
 
 def tokenizer_code(name: str) -> int:
-    """The kernel code of a sacrebleu tokenizer (BLEU's ``tokenize=``)."""
-    return TOKENIZERS[V.check_choice(name, "tokenize", tuple(TOKENIZERS))]
+    """The kernel code of a sacrebleu tokenizer (BLEU's ``tokenize=``); the external ones
+    (MeCab, SentencePiece) run first in Python and leave whitespace-separated tokens ("none")."""
+    V.check_choice(name, "tokenize", tuple(TOKENIZERS) + EXTERNAL)
+    return TOKENIZERS.get(name, TOKENIZERS["none"])
 
 
-def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
+def tokenize(text: str, tokenizer: str = "13a", *, spm_model: str | None = None) -> list[str]:
     """The tokens of ``text`` as sacrebleu's tokenizer of that name produces them (then ``split()``).
 
     Parameters
@@ -32,6 +36,12 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
         non-space character), ``"none"`` (whitespace split); ``"rouge"`` and
         ``"rouge-stem"`` give rouge-score's tokens (lowercase ``[a-z0-9]``
         runs; with nltk's Porter stem of those longer than 3 characters).
+        ``"ja-mecab"``, ``"ko-mecab"`` (MeCab; the ``ja``/``ko`` extras),
+        ``"flores101"``/``"spm"``, ``"flores200"``, ``"spBLEU-1K"`` (SentencePiece;
+        the ``spm`` extra and the model file sacrebleu downloads).
+    spm_model : str, optional
+        A local SentencePiece model for the SentencePiece tokenizers (default:
+        sacrebleu's cache, ``$SACREBLEU/models/``, ``~/.sacrebleu`` by default).
 
     Returns
     -------
@@ -51,7 +61,9 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
     ['run', 'dog']
     """
     text = V.check_str(text, "text")
-    V.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + ROUGE_TOKENIZERS)
+    V.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + EXTERNAL + ROUGE_TOKENIZERS)
+    if tokenizer in EXTERNAL:
+        return external_tokenizers.external(tokenizer, spm_model).tokenize(text.rstrip()).split()
     if tokenizer in ROUGE_TOKENIZERS:
         return _text.rouge_tokenize(text, tokenizer == "rouge-stem")
     return _text.tokenize(text, TOKENIZERS[tokenizer])
