@@ -123,7 +123,6 @@ def test_very_long_texts_use_the_linear_memory_lcs():
     (lambda: tm.rouge(["a"], ["a"], rouge_types=["rougeW"]), ValueError, "unknown rouge type"),
     (lambda: tm.rouge(["a"], ["a"], rouge_types="rouge1"), TypeError, "rouge_types must be a list"),
     (lambda: tm.rouge(["a"], ["a"], rouge_types=[]), ValueError, "rouge_types is empty"),
-    (lambda: tm.rouge(["a"], ["a"], split_summaries=True), ValueError, "not supported yet"),
 ])
 def test_bad_rouge_input(call, exc, match):
     with pytest.raises(exc, match=match):
@@ -136,3 +135,39 @@ def test_bad_rouge_input(call, exc, match):
 def test_any_code_point_even_lone_surrogates(pred, target):
     scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=True)
     assert_same(tm.rouge([pred], [target], ALL, use_stemmer=True), [scorer.score(target, pred)], ALL)
+
+
+@pytest.fixture
+def nltk_punkt(monkeypatch):
+    """rouge-score's split_summaries=True calls nltk.sent_tokenize: its English model from the shared data."""
+    import nltk
+    from conftest import DATA
+    monkeypatch.setattr(nltk.data, "path", [str(DATA / "nltk_data")] + list(nltk.data.path))
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_lsum_with_split_summaries_equals_rouge_score(summaries, wmt17, nltk_punkt, stem):
+    # the summaries, and multi-sentence texts made of consecutive WMT17 segments (with a stray line break)
+    hyp, ref = wmt17["systems"]["uedin-nmt"], wmt17["ref"]
+    joined = [(" ".join(hyp[i:i + 3]), " ".join(ref[i:i + 2]) + "\n" + ref[i + 2]) for i in range(0, 1500, 3)]
+    preds = list(summaries[0]) + [p for p, _ in joined]
+    refs = list(summaries[1]) + [r for _, r in joined]
+    types = ["rouge1", "rougeL", "rougeLsum"]
+    ours = tm.rouge(preds, refs, types, use_stemmer=stem, split_summaries=True)
+    scorer = rouge_scorer.RougeScorer(types, use_stemmer=stem, split_summaries=True)
+    for i, (p, r) in enumerate(zip(preds, refs)):
+        theirs = scorer.score(r, p)
+        for t in types:
+            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == \
+                tuple(theirs[t]), (i, t)
+    # and through the accumulator, with a custom tokenizer too
+    acc = tm.metrics.ROUGE(types, use_stemmer=stem, split_summaries=True)
+    acc.update(preds[:50], refs[:50]).update(preds[50:], refs[50:])
+    assert all(np.array_equal(acc.compute()[t].fmeasure, ours[t].fmeasure) for t in types)
+    split_ws = tm.rouge(preds[:200], refs[:200], ["rougeLsum"], split_summaries=True, tokenizer=str.split)
+    class WS:
+        def tokenize(self, text):
+            return text.split()
+    ws = rouge_scorer.RougeScorer(["rougeLsum"], split_summaries=True, tokenizer=WS())
+    assert split_ws["rougeLsum"].fmeasure.tolist() == [ws.score(r, p)["rougeLsum"].fmeasure
+                                                       for p, r in zip(preds[:200], refs[:200])]

