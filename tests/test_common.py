@@ -232,6 +232,14 @@ METRICS = [
     Row("segment_chrf", tm.segment_chrf, slow.segment_chrf, _text_inputs, _TEXT_BAD,
         lambda a, kw: [_sacrebleu("sentence_chrf")(h, [r for r in refs if r is not None]).score
                        for h, *refs in zip(a[0], *a[1])], "sacrebleu"),
+    Row("corpus_ter", tm.corpus_ter, slow.corpus_ter, _text_inputs, _TEXT_BAD,
+        lambda a, kw: _sacrebleu("corpus_ter")(*a), "sacrebleu", metric=lambda kw: tm.metrics.TER(**kw)),
+    Row("sentence_ter", tm.sentence_ter, slow.sentence_ter, _sentence_inputs,
+        [((["a"], ["a"]), {}), (("a", "a"), {}), (("a", []), {})],
+        lambda a, kw: _sacrebleu("sentence_ter")(*a), "sacrebleu", threads=False),
+    Row("segment_ter", tm.segment_ter, slow.segment_ter, _text_inputs, _TEXT_BAD,
+        lambda a, kw: [_sacrebleu("sentence_ter")(h, [r for r in refs if r is not None]).score
+                       for h, *refs in zip(a[0], *a[1])], "sacrebleu"),
     Row("rouge", tm.rouge, slow.rouge, _rouge_inputs,
         [(("a b", ["a"]), {}), ((["a", "b"], ["a"]), {}), ((["a"], [[]]), {})],
         lambda a, kw: _rouge_score(*a, **kw), "rouge_score", metric=lambda kw: tm.metrics.ROUGE(**kw),
@@ -386,7 +394,8 @@ def test_every_input_type_gives_the_same_result(row):
 def test_every_public_metric_has_a_row():
     metrics = {"topk_accuracy", "mean_reciprocal_rank", "target_rank", "topk", "token_nll", "perplexity",
                "perplexity_from_log_probs", "perplexity_from_probs", "perplexity_from_nll", "corpus_bleu",
-               "sentence_bleu", "segment_bleu", "corpus_chrf", "sentence_chrf", "segment_chrf", "rouge",
+               "sentence_bleu", "segment_bleu", "corpus_chrf", "sentence_chrf", "segment_chrf", "corpus_ter",
+               "sentence_ter", "segment_ter", "rouge",
                "lcs_length", "tokenize"}
     assert metrics <= set(tm.__all__)
     assert {r.name for r in METRICS} == metrics

@@ -11,8 +11,8 @@ from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, Stratif
 from .lm_perplexity import lm_perplexity
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
-from .text import (BLEUScore, CHRFScore, corpus_bleu, corpus_chrf, lcs_length, prepare_references, rouge, segment_bleu,
-                   segment_chrf, sentence_bleu, sentence_chrf, tokenize)
+from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length, prepare_references,
+                   rouge, segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
 
 __version__ = "0.1.0"
 
@@ -23,6 +23,7 @@ __all__ = [
     "perplexity_from_nll", "lm_perplexity",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
+    "corpus_ter", "sentence_ter", "segment_ter", "TERScore",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
     "show_config",

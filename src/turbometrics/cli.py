@@ -249,15 +249,22 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    for name, help in (("bleu", "corpus BLEU (sacrebleu's numbers)"), ("chrf", "corpus chrF / chrF++")):
+    for name, help in (("bleu", "corpus BLEU (sacrebleu's numbers)"), ("chrf", "corpus chrF / chrF++"),
+                       ("ter", "corpus TER (sacrebleu's numbers)")):
         p = _text_parser(sub, name, help)
-        p.add_argument("-lc", "--lowercase", action="store_true", help="case-insensitive")
+        if name != "ter":
+            p.add_argument("-lc", "--lowercase", action="store_true", help="case-insensitive")
         group = p.add_mutually_exclusive_group()
         group.add_argument("--paired-bs", action="store_true", help="paired bootstrap test: first -i is the baseline")
         group.add_argument("--paired-ar", action="store_true", help="paired approximate randomization test")
         p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
         p.add_argument("--paired-ar-n", type=int, default=10000, help="randomization trials (default: 10000)")
-        if name == "bleu":
+        if name == "ter":  # sacrebleu's --ter-* options
+            p.add_argument("--ter-case-sensitive", action="store_true", help="keep case (TER lowercases)")
+            p.add_argument("--ter-asian-support", action="store_true", help="CJK characters and punctuation")
+            p.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
+            p.add_argument("--ter-normalized", action="store_true", help="Tercom's normalisation")
+        elif name == "bleu":
             p.add_argument("-tok", "--tokenize", default="13a",
                            help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), "
                                 "flores200, spBLEU-1K")
@@ -332,6 +339,9 @@ def _run(args, parser) -> str | None:
         return _run_text(args, lambda: metrics.BLEU(args.tokenize, args.lowercase, args.smooth_method,
                                                     args.smooth_value, args.max_ngram_order, args.effective_order,
                                                     spm_model=args.spm_model))
+    if cmd == "ter":
+        return _run_text(args, lambda: metrics.TER(args.ter_normalized, args.ter_no_punct, args.ter_asian_support,
+                                                   args.ter_case_sensitive))
     if cmd == "chrf":
         return _run_text(args, lambda: metrics.CHRF(args.char_order, args.word_order, args.beta, args.lowercase,
                                                     args.whitespace, args.eps_smoothing))

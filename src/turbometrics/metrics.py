@@ -15,5 +15,6 @@ from .language_model import Perplexity
 from .text.bleu import BLEU
 from .text.chrf import CHRF
 from .text.rouge import ROUGE
+from .text.ter import TER
 
-__all__ = ["Metric", "Signature", "BLEU", "CHRF", "ROUGE", "TopKAccuracy", "MeanReciprocalRank", "Perplexity"]
+__all__ = ["Metric", "Signature", "BLEU", "CHRF", "TER", "ROUGE", "TopKAccuracy", "MeanReciprocalRank", "Perplexity"]

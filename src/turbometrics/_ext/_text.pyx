@@ -203,6 +203,29 @@ def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_
     return score, bp, list(prec), list(correct), list(total)
 
 
+cdef extern from "ter.hpp" namespace "tmt":
+    void c_ter_stats "tmt::ter_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int64_t* out,
+                                      int nthreads) nogil
+
+
+def ter_stats(list hyps, list refs, int nthreads):
+    """Per-segment [best edits, sum of reference lengths, references] (int64, n x 3) of sacrebleu's TER.
+
+    ``hyps``: n preprocessed str (split on whitespace here); ``refs``: R lists of n (str or None),
+    at least one str per segment.
+    """
+    cdef vector[StrView] hv, rv
+    alive = _segment_views(hyps, refs, False, hv, rv)
+    cdef int64_t n = hv.size(), R = len(refs)
+    out = np.zeros((n, 3), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        if n > 0:
+            c_ter_stats(hv.data(), rv.data(), n, <int>R, &o[0, 0], nthreads)
+    del alive
+    return out
+
+
 cdef extern from "rouge.hpp" namespace "tmt":
     void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                                       const int* kinds, int nk, cbool stem, double* out, int nthreads) nogil

@@ -305,3 +305,116 @@ def rouge(predictions, references, rouge_types=("rouge1", "rouge2", "rougeL", "r
         arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
         out[t] = Scores(arr[:, 0], arr[:, 1], arr[:, 2])
     return out
+
+
+# ---------------------------------------------------------------- TER (sacrebleu's Tercom-like search)
+
+def _beam_distance(h, r):
+    """(edit distance, alignment ref pos -> hyp pos, hyp error flags, ref error flags) by the beam DP."""
+    nh, nr, inf = len(h), len(r), 10 ** 16
+    ratio = nr / nh if nh else 1
+    beam = math.ceil(ratio / 2 + 25) if 25 < ratio / 2 else 25
+    rows = [[(j, "i") for j in range(nr + 1)]]
+    for i in range(1, nh + 1):
+        row = [(inf, "x")] * (nr + 1)
+        diag = math.floor(i * ratio)
+        hi = nr + 1 if i == nh else min(nr + 1, diag + beam)
+        for j in range(max(0, diag - beam), hi):
+            if j == 0:
+                row[0] = (rows[-1][0][0] + 1, "d")
+                continue
+            same = h[i - 1] == r[j - 1]
+            for cost, op in ((rows[-1][j - 1][0] + (0 if same else 1), " " if same else "s"),
+                             (rows[-1][j][0] + 1, "d"), (row[j - 1][0] + 1, "i")):
+                if row[j][0] > cost:
+                    row[j] = (cost, op)
+        rows.append(row)
+    ops, i, j = [], nh, nr
+    while i > 0 or j > 0:
+        op = rows[i][j][1]
+        ops.append(op)
+        i, j = (i - 1, j - 1) if op in " s" else (i, j - 1) if op == "i" else (i - 1, j)
+    align, hyp_err, ref_err, ph, pr = {}, [], [], -1, -1
+    for op in reversed(ops):  # read as rewriting the reference into the hypothesis: i and d swap
+        if op in " s":
+            ph, pr = ph + 1, pr + 1
+            align[pr] = ph
+            hyp_err.append(op == "s")
+            ref_err.append(op == "s")
+        elif op == "d":
+            ph += 1
+            hyp_err.append(True)
+        else:
+            pr += 1
+            align[pr] = ph
+            ref_err.append(True)
+    return rows[nh][nr][0], align, hyp_err, ref_err
+
+
+def _shifted(words, start, length, target):
+    block = words[start:start + length]
+    rest = words[:start] + words[start + length:]
+    at = target if target < start else target - length if target > start + length else target
+    return rest[:at] + block + rest[at:]
+
+
+def _ter_edits(h, r):
+    """sacrebleu's translation_edit_rate: greedy shifts while they reduce the distance, then the distance."""
+    if not r:
+        return len(h)
+    shifts, checked = 0, 0
+    while True:
+        base, align, hyp_err, ref_err = _beam_distance(h, r)
+        best = None
+        for sh in range(len(h)):
+            for sr in range(len(r)):
+                if abs(sr - sh) > 50:
+                    continue
+                n = 0
+                while n < 10 and sh + n < len(h) and sr + n < len(r) and h[sh + n] == r[sr + n]:
+                    n += 1
+                    if any(hyp_err[sh:sh + n]) and any(ref_err[sr:sr + n]) and not sh <= align[sr] < sh + n:
+                        prev = -1
+                        for off in range(-1, n):
+                            idx = 0 if sr + off == -1 else align[sr + off] + 1
+                            if idx != prev:
+                                prev = idx
+                                cand = _shifted(h, sh, n, idx)
+                                key = (base - _beam_distance(cand, r)[0], n, -sh, -idx)
+                                checked += 1
+                                if best is None or key > best[0]:
+                                    best = (key, cand)
+                        if checked >= 1000:
+                            break
+                if checked >= 1000:
+                    break
+            if checked >= 1000:
+                break
+        if checked >= 1000 or best is None or best[0][0] <= 0:
+            return shifts + _beam_distance(h, r)[0]
+        shifts, h = shifts + 1, best[1]
+
+
+def _ter_score(edits, ref_length):
+    return 100 * (edits / ref_length if ref_length > 0 else 1.0 if edits > 0 else 0.0)
+
+
+def corpus_ter(hypotheses, references, normalized=False, no_punct=False, asian_support=False, case_sensitive=False):
+    """TER with the default preprocessing only (lowercasing unless case_sensitive); others raise."""
+    if normalized or no_punct or asian_support:
+        raise ValueError("the slow baseline implements TER without normalized/no_punct/asian_support")
+    prep = (lambda s: (s if case_sensitive else s.lower()).split())
+    edits, ref_length = 0, 0.0
+    for h, refs in _segments(hypotheses, references):
+        e = [_ter_edits(prep(h), prep(r)) for r in refs]
+        edits += min(e)
+        ref_length += sum(len(prep(r)) for r in refs) / len(refs)
+    return _ter_score(edits, ref_length)
+
+
+def segment_ter(hypotheses, references, **options):
+    return [corpus_ter([h], [[r] for r in refs], **options) for h, refs in _segments(hypotheses, references)]
+
+
+def sentence_ter(hypothesis, references, **options):
+    return segment_ter(*_one_segment(hypothesis, references), **options)[0]
