@@ -351,6 +351,16 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     return out
 
 
+def as_one_segment(hypothesis: Any, references: Any) -> tuple[list[str], list[list[str]]]:
+    """A sentence-level call's hypothesis (str) and its references (a non-empty list of str), in the
+    corpus layout: ([hypothesis], one stream per reference)."""
+    hyp = check_str(hypothesis, "hypothesis")
+    refs = as_texts(references, "references")
+    if not refs:
+        raise ValueError("references is empty: a segment needs at least one reference")
+    return [hyp], [[r] for r in refs]
+
+
 def as_multi_token_references(references: Any, n: int, name: str = "references") -> tuple[list, np.ndarray]:
     """One tokenized reference (a list of str) or several (a list of them) per prediction, flattened."""
     items = _as_list(references, name, "a list (one entry per prediction)")

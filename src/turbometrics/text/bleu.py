@@ -365,12 +365,8 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     >>> round(tm.sentence_bleu("The dog ran.", ["The dog ran away."]).score, 4)
     49.7609
     """
-    hyp = V.check_str(hypothesis, "hypothesis")
-    refs = V.as_texts(references, "references")
-    if not refs:
-        raise ValueError("references is empty: a segment needs at least one reference")
     return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update([hyp], [[r] for r in refs], num_threads=1).compute()
+                spm_model=spm_model).update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
 def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,

@@ -205,12 +205,8 @@ def sentence_chrf(hypothesis: str, references: Sequence[str], char_order: int = 
     >>> round(tm.sentence_chrf("The cat sat.", ["The cat sat on a mat."]).score, 4)
     55.6048
     """
-    hyp = V.check_str(hypothesis, "hypothesis")
-    refs = V.as_texts(references, "references")
-    if not refs:
-        raise ValueError("references is empty: a segment needs at least one reference")
     return CHRF(char_order, word_order, beta, lowercase, whitespace,
-                eps_smoothing).update([hyp], [[r] for r in refs], num_threads=1).compute()
+                eps_smoothing).update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
 def segment_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], char_order: int = 6,

@@ -246,12 +246,8 @@ def sentence_ter(hypothesis: str, references: Sequence[str], normalized: bool = 
     >>> round(tm.sentence_ter("a b", ["a b c"]).score, 2)
     33.33
     """
-    hyp = V.check_str(hypothesis, "hypothesis")
-    refs = V.as_texts(references, "references")
-    if not refs:
-        raise ValueError("references is empty: a segment needs at least one reference")
     return TER(normalized, no_punct, asian_support, case_sensitive).update(
-        [hyp], [[r] for r in refs], num_threads=1).compute()
+        *V.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
 def segment_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], normalized: bool = False,
