@@ -283,6 +283,23 @@ def corpus_bleu_case(n: int, data_dir: str | None = None) -> Case:
     return c
 
 
+def corpus_ter_case(n: int, data_dir: str | None = None) -> Case:
+    """Corpus TER (sacrebleu's default options): the WMT17 system as it is, or n generated segments."""
+    if data_dir:
+        c = Case(f"corpus_ter, 1 ref, WMT17 ({n:,} segments)", lambda: wmt17_tiled(data_dir, n))
+    else:
+        c = Case(f"corpus_ter, 1 ref, {n:,} segments", lambda: _text_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.corpus_ter(d["hyps"], [d["refs"]]).score, "ours")
+    if have("sacrebleu"):
+        def sb(d):
+            import sacrebleu
+            return sacrebleu.corpus_ter(d["hyps"], [d["refs"]]).score
+        c.impls["sacrebleu"] = Impl(sb, "oracle")
+    rows = min(n, 200)
+    c.impls["slow"] = _slow_subset(rows, lambda d, r: slow.corpus_ter(d["hyps"][:r], [d["refs"][:r]]), n)
+    return c
+
+
 def segment_bleu_case(n: int) -> Case:
     c = Case(f"segment_bleu 13a, 1 ref, {n:,} segments", lambda: _text_data(n))
     c.impls["turbometrics"] = Impl(lambda d: tm.segment_bleu(d["hyps"], [d["refs"]]), "ours")
@@ -467,6 +484,8 @@ def per_call_sentence_bleu_case() -> Case:
 def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
     """The benchmark cases; with ``data_dir`` (the shared test data) also the WMT17 data tiled."""
     real = [corpus_bleu_case(5000 if quick else 100000, data_dir)] if data_dir else []
+    if data_dir and not quick:  # sacrebleu's TER takes about 10 s on one WMT17 system
+        real.append(corpus_ter_case(3004, data_dir))
     return _generated_cases(quick) + real
 
 
@@ -483,7 +502,8 @@ def _generated_cases(quick: bool) -> list[Case]:
             topk_accuracy_case(4096, 128256, with_sklearn=False), topk_case(4096, 128256),
             corpus_bleu_case(100000), segment_bleu_case(100000), corpus_chrf_case(100000),
             corpus_chrf_case(100000, word_order=2), rouge_case(20000), bootstrap_case(100000),
-            bootstrap_scale_case(1_000_000), per_call_topk_accuracy_case(), per_call_sentence_bleu_case()]
+            bootstrap_scale_case(1_000_000), per_call_topk_accuracy_case(), per_call_sentence_bleu_case(),
+            corpus_ter_case(100000)]
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -548,7 +568,8 @@ def extra_memory_mib(case_fn: str, args: tuple, impl: str) -> float:
 # The 1,000,000-pair run: (case function, args, implementation) measured for time and memory.
 SCALE = [("corpus_bleu_case", (1_000_000,), "turbometrics"), ("corpus_bleu_case", (1_000_000,), "sacrebleu"),
          ("segment_bleu_case", (1_000_000,), "turbometrics"), ("corpus_chrf_case", (1_000_000,), "turbometrics"),
-         ("corpus_chrf_case", (1_000_000, 2), "turbometrics"), ("rouge_case", (1_000_000,), "turbometrics")]
+         ("corpus_chrf_case", (1_000_000, 2), "turbometrics"), ("rouge_case", (1_000_000,), "turbometrics"),
+         ("corpus_ter_case", (1_000_000,), "turbometrics")]
 
 
 _FIRST_CALL = """
