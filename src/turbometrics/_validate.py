@@ -226,9 +226,8 @@ def check_real(v: Any, name: str, *, positive: bool = False, open_unit: bool = F
 
     Out-of-range values are a ValueError; ``exc`` is raised for a non-number.
     """
-    if type(v) in (int, float):  # the common case, without the slower ABC check
-        pass
-    elif isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+    if type(v) not in (int, float) and (  # int and float first: the ABC check is slow
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)):
         what = "a positive number" if positive else "a number in (0, 1)" if open_unit else "a number"
         raise exc(f"{name} must be {what}, got {v!r}")
     if positive and not v > 0:

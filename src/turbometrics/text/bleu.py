@@ -244,13 +244,16 @@ class BLEU(Metric):
         """Add segments: hypotheses and reference streams (or ``PreparedReferences``), as ``corpus_bleu``."""
         return self._fold(self._stats(hypotheses, references, num_threads))
 
+    def _all_rows(self) -> np.ndarray:
+        return concat(self._rows, (0, 2 + 2 * self._order), np.int64)
+
     def segment_statistics(self) -> np.ndarray:
         """[hyp_len, ref_len, correct_1..N, total_1..N] per segment (int64, a copy)."""
-        return np.concatenate(self._rows) if self._rows else np.zeros((0, 2 + 2 * self._order), np.int64)
+        return self._all_rows().copy()
 
     def segment_scores(self) -> np.ndarray:
         """Sentence BLEU of every segment (float64), as ``segment_bleu``."""
-        return self._scores(concat(self._rows, (0, 2 + 2 * self._order), np.int64))
+        return self._scores(self._all_rows())
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
         return _text.bleu_scores(np.ascontiguousarray(rows), self._order, self._code, float(self._value or 0.0),
@@ -262,7 +265,7 @@ class BLEU(Metric):
 
     def compute(self) -> BLEUScore:
         """The corpus score of every segment seen, with sacrebleu's statistics and signature."""
-        total = column_sums(concat(self._rows, (0, 2 + 2 * self._order), np.int64))
+        total = column_sums(self._all_rows())
         score, bp, prec, correct, totals = _text.bleu_detail(
             np.ascontiguousarray(total, dtype=np.int64), self._order, self._code, float(self._value or 0.0),
             self.effective_order)

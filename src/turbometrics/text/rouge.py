@@ -72,54 +72,52 @@ class ROUGE(Metric):
 
     def _stats(self, predictions, references, num_threads):
         threads = V.check_threads(num_threads)
-        if self.tokenizer is None and not (self.split_summaries and ROUGE_LSUM in self._kinds):
+        lsum, other = ROUGE_LSUM in self._kinds, any(k != ROUGE_LSUM for k in self._kinds)
+        if self.tokenizer is None:
             preds = V.as_texts(predictions, "predictions")
             flat, offsets = V.as_multi_references(references, len(preds))
-            out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
-        elif self.tokenizer is None:  # Lsum on sentences from Punkt, one per line; the other types as they are
-            preds = V.as_texts(predictions, "predictions")
-            flat, offsets = V.as_multi_references(references, len(preds))
-            out = np.zeros((len(preds), len(self._kinds), 3))
-            split = _sentence_splitter()
-            for lsum in (False, True):
-                cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == lsum]
-                p, r = ([_one_per_line(split(t)) for t in x] for x in (preds, flat)) if lsum else (preds, flat)
-                if cols:
-                    out[:, cols] = _text.rouge_scores(p, r, offsets, [self._kinds[q] for q in cols],
-                                                      self.use_stemmer, threads)
+            if not (self.split_summaries and lsum):  # the kernel splits Lsum texts on line breaks itself
+                out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
+                return (out.reshape(len(preds), -1),)
+            split = _sentence_splitter()  # Lsum on Punkt's sentences, one per line; the other types as they are
+            whole, lines = (preds, flat), tuple([_one_per_line(split(t)) for t in x] for x in (preds, flat))
+            stem = self.use_stemmer
         else:
-            out = self._stats_tokenized(predictions, references, threads)
-        return (out.reshape(out.shape[0], -1),)  # (P, R, F) of each type in type order
+            whole, lines, offsets = self._respelt(predictions, references, other, lsum)
+            stem = False  # rouge-score stems only with its own tokenizer
+        n = len(offsets) - 1
+        out = np.zeros((n, len(self._kinds), 3))
+        for is_lsum, texts in ((False, whole), (True, lines)):
+            cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == is_lsum]
+            if cols:
+                out[:, cols] = _text.rouge_scores(*texts, offsets, [self._kinds[q] for q in cols], stem, threads)
+        return (out.reshape(n, -1),)  # (P, R, F) of each type in type order
 
-    def _stats_tokenized(self, predictions, references, threads):
-        """With the caller's tokens: each distinct token becomes a distinct [a-z0-9] word, and the
-        default kernel scores the re-spelt texts (ROUGE depends only on which tokens are equal).
-        rouge-score tokenizes whole texts for ROUGE-N/L and each line for ROUGE-Lsum."""
-        if self.tokenizer == PRETOKENIZED:
+    def _respelt(self, predictions, references, other: bool, lsum: bool):
+        """The caller's tokens, each distinct token spelt as a distinct [a-z0-9] word, so that the default
+        kernel scores them (ROUGE depends only on which tokens are equal): (whole texts, for ROUGE-N/L;
+        texts with a sentence a line, for ROUGE-Lsum; reference offsets). rouge-score tokenizes whole
+        texts for ROUGE-N/L and each sentence for ROUGE-Lsum."""
+        words: dict = {}
+
+        def spell(tokens) -> str:
+            return " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in tokens])
+
+        if self.tokenizer == PRETOKENIZED:  # one sentence per text
             preds = [V.as_texts(p, f"predictions[{i}]") for i, p in enumerate(V._as_list(
                 predictions, "predictions", "a list of token lists"))]
             refs, offsets = V.as_multi_token_references(references, len(preds))
-            whole = lines = (preds, refs)
-        else:
-            split = self.tokenizer if callable(self.tokenizer) else self.tokenizer.tokenize
-            preds = V.as_texts(predictions, "predictions")
-            flat, offsets = V.as_multi_references(references, len(preds))
-            whole = tuple([list(split(t)) for t in texts] for texts in (preds, flat))
-            sentences = _sentence_splitter() if self.split_summaries else (lambda t: t.split("\n"))
-            lines = tuple([[list(split(s)) for s in sentences(t) if s] for t in texts] for texts in (preds, flat))
-        words: dict = {}
-        spell = (lambda toks: " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in toks]))
-        out = np.zeros((len(preds), len(self._kinds), 3))
-        for lsum, (p, r) in ((False, whole), (True, lines)):
-            cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == lsum]
-            if not cols:
-                continue
-            if lsum and self.tokenizer != PRETOKENIZED:  # lines of tokens
-                p, r = ([("\n".join(spell(s) for s in t)) for t in x] for x in (p, r))
-            else:
-                p, r = ([spell(t) for t in x] for x in (p, r))
-            out[:, cols] = _text.rouge_scores(p, r, offsets, [self._kinds[q] for q in cols], False, threads)
-        return out
+            whole = tuple([spell(t) for t in x] for x in (preds, refs))
+            return whole, whole, offsets
+        split = self.tokenizer if callable(self.tokenizer) else self.tokenizer.tokenize
+        preds = V.as_texts(predictions, "predictions")
+        flat, offsets = V.as_multi_references(references, len(preds))
+        texts = (preds, flat)
+        whole = tuple([spell(split(t)) for t in x] for x in texts) if other else None
+        sentences = _sentence_splitter() if self.split_summaries else (lambda t: t.split("\n"))
+        lines = tuple(["\n".join(spell(split(s)) for s in sentences(t) if s) for t in x] for x in texts) if lsum \
+            else None
+        return whole, lines, offsets
 
     def update(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]], *,
                num_threads: int | None = None) -> "ROUGE":
