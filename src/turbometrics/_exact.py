@@ -5,25 +5,53 @@ and its exponent; the halves are summed in int64 per exponent (exact for up to
 2**36 values), so adding arrays in any grouping and order gives the same state,
 and ``value()`` rounds the exact total once. NaN and infinities are counted
 aside and give NaN / ±inf as IEEE addition would.
+
+Small sums (a one-shot metric call on a few tokens) skip the bins: finite
+values are kept as they come, up to ``_PENDING`` of them, and ``math.fsum``
+rounds their exact total, also correctly (round half to even), so the bits are
+the same either way; more values, a merge with binned state, or an
+intermediate overflow in fsum move them into the bins.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 _BINS = 2200            # frexp exponents of finite float64 lie in [-1073, 1024]
 _OFFSET = 1080
+_PENDING = 4096         # finite values held unbinned (each add of a few values costs microseconds, not tens)
 
 
 class ExactSum:
-    __slots__ = ("hi", "lo", "pos_inf", "neg_inf", "nan")
+    __slots__ = ("hi", "lo", "pos_inf", "neg_inf", "nan", "pending", "n_pending")
 
     def __init__(self) -> None:
-        self.hi = np.zeros(_BINS, dtype=np.int64)
-        self.lo = np.zeros(_BINS, dtype=np.int64)
+        self.hi = self.lo = None  # the int64 bins, made on first use
         self.pos_inf = self.neg_inf = self.nan = 0
+        self.pending: list[np.ndarray] = []
+        self.n_pending = 0
 
     def add(self, values: np.ndarray) -> "ExactSum":
         v = np.asarray(values, dtype=np.float64).reshape(-1)
+        if self.hi is None and self.n_pending + v.size <= _PENDING and np.isfinite(v).all():
+            self.pending.append(v)
+            self.n_pending += v.size
+            return self
+        return self._bin(v)
+
+    def _bins(self) -> "ExactSum":
+        """Make the bins, moving any pending values into them (values are pending only before)."""
+        if self.hi is None:
+            self.hi = np.zeros(_BINS, dtype=np.int64)
+            self.lo = np.zeros(_BINS, dtype=np.int64)
+            pending, self.pending, self.n_pending = self.pending, [], 0
+            for v in pending:
+                self._bin(v)
+        return self
+
+    def _bin(self, v: np.ndarray) -> "ExactSum":
+        self._bins()
         finite = np.isfinite(v)
         if not finite.all():
             bad = v[~finite]
@@ -40,7 +68,12 @@ class ExactSum:
 
     def merge(self, other: "ExactSum") -> "ExactSum":
         out = ExactSum()
-        out.hi, out.lo = self.hi + other.hi, self.lo + other.lo
+        for part in (self, other):
+            if part.hi is not None:
+                out._bins()
+                out.hi, out.lo = out.hi + part.hi, out.lo + part.lo
+            for v in part.pending:
+                out.add(v)
         out.pos_inf, out.neg_inf = self.pos_inf + other.pos_inf, self.neg_inf + other.neg_inf
         out.nan = self.nan + other.nan
         return out
@@ -48,6 +81,11 @@ class ExactSum:
     __add__ = merge
 
     def value(self) -> float:
+        if self.hi is None:  # only finite pending values
+            try:
+                return math.fsum(np.concatenate(self.pending).tolist()) if self.pending else 0.0
+            except OverflowError:  # an intermediate overflow: the bins round the true total
+                self._bins()
         if self.nan or (self.pos_inf and self.neg_inf):
             return float("nan")
         if self.pos_inf:
@@ -62,10 +100,10 @@ class ExactSum:
         return total * 2.0 ** base if base >= -1074 and abs(total) < 2**53 else _ratio(total, base)
 
     def __getstate__(self):
-        return (self.hi, self.lo, self.pos_inf, self.neg_inf, self.nan)
+        return (self.hi, self.lo, self.pos_inf, self.neg_inf, self.nan, self.pending, self.n_pending)
 
     def __setstate__(self, state):
-        self.hi, self.lo, self.pos_inf, self.neg_inf, self.nan = state
+        self.hi, self.lo, self.pos_inf, self.neg_inf, self.nan, self.pending, self.n_pending = state
 
 
 def _ratio(total: int, base: int) -> float:

@@ -91,11 +91,15 @@ def _nll(logits, targets, ignore_index, mask, num_threads, device):
     return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 
-def _sequence_means(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean NLL of each sequence (row) over its counted tokens (NaN where none), and the counts."""
-    nll2 = np.where(counted, nll, 0.0).reshape(-1, nll.shape[-1])
-    n = counted.reshape(nll2.shape).sum(axis=1)
-    return np.divide(nll2.sum(axis=1), n, out=np.full(len(n), np.nan), where=n > 0), n
+def _sequence_sums(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sequence's (row's) NLL sum and counted-token count; ``nll`` must be 0 where not counted."""
+    nll2 = nll.reshape(-1, nll.shape[-1])
+    return nll2.sum(axis=1), counted.reshape(nll2.shape).sum(axis=1)
+
+
+def _means(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Mean NLL per sequence (NaN where nothing counted)."""
+    return np.divide(sums, counts, out=np.full(len(counts), np.nan), where=counts > 0)
 
 
 def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
@@ -136,7 +140,7 @@ class Perplexity(Metric):
 
     ``compute()`` equals ``tm.perplexity`` (``tm.perplexity_from_*`` for the
     other ``input`` kinds) on all the data. The state is an exactly rounded
-    NLL sum (``_exact.ExactSum``) and each sequence's mean NLL and token
+    NLL sum (``_exact.ExactSum``) and each sequence's NLL sum and token
     count: the same bits in any chunking and merge order.
 
     Parameters
@@ -160,7 +164,7 @@ class Perplexity(Metric):
     4.0
     """
 
-    _state = {"_total": ExactSum, "_means": list, "_counts": list}
+    _state = {"_total": ExactSum, "_sums": list, "_counts": list}
 
     def __init__(self, ignore_index: int | None = None, reduction: str = "token", input: str = "logits"):
         V.check_choice(reduction, "reduction", REDUCTIONS)
@@ -186,6 +190,7 @@ class Perplexity(Metric):
             return _nll(x, targets, self.ignore_index, mask, num_threads, device)
         else:
             v, counted = _gather(x, targets, self.ignore_index, mask, kind)
+        v = np.where(counted, v, 0.0)  # the kernel path gives 0 where not counted; these inputs may not
         if kind == "nll":
             return v, counted
         if kind == "log_probs":
@@ -195,12 +200,12 @@ class Perplexity(Metric):
             bad = live[~((live >= 0) & (live <= 1))][0]
             raise ValueError(f"probs must lie in [0, 1] where counted; found {bad!r}")
         with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 gives inf; positions not counted are not read
-            return -np.log(v), counted
+            return -np.log(np.where(counted, v, 1.0)), counted
 
     def _stats(self, x, targets, mask, num_threads, device):
         nll, counted = self._token_nll(x, targets, mask, num_threads, device)
-        means, counts = _sequence_means(nll, counted)
-        return nll[counted], means, counts
+        sums, counts = _sequence_sums(nll, counted)
+        return nll[counted], sums, counts
 
     def update(self, logits: Any, targets: Any = None, mask: Any = None, *, num_threads: int | None = None,
                device: str | None = None) -> "Perplexity":
@@ -208,14 +213,16 @@ class Perplexity(Metric):
         return self._fold(self._stats(logits, targets, mask, num_threads, device))
 
     def _sequences(self) -> tuple[np.ndarray, np.ndarray]:
-        return concat(self._means), concat(self._counts, (0,), np.int64)
+        """Each sequence's mean NLL (NaN where nothing counted) and token count."""
+        counts = concat(self._counts, (0,), np.int64)
+        return _means(concat(self._sums), counts), counts
 
     def compute(self) -> float | np.ndarray:
         """The perplexity (a float; per-sequence float64 (B,) for ``reduction="none"``)."""
-        means, counts = self._sequences()
         if self.reduction == "token":  # the token count is the sum of the sequences' counts
-            n = int(counts.sum())
+            n = int(sum(int(c.sum()) for c in self._counts))
             return float(np.exp(self._total.value() / n)) if n else float("nan")
+        means, counts = self._sequences()
         if self.reduction == "none":
             return np.exp(means)
         live = counts > 0  # "sequence": the mean over sequences that count any token
@@ -225,10 +232,10 @@ class Perplexity(Metric):
         """Rows per sequence: (NLL sum, tokens) for "token", (mean NLL, 1) for "sequence"."""
         if self.reduction == "none":
             raise ValueError("reduction='none' has no single score to resample; use 'token' or 'sequence'")
-        means, counts = self._sequences()
+        sums, counts = concat(self._sums), concat(self._counts, (0,), np.int64)
         live = counts > 0
-        m, c = means[live], counts[live].astype(np.float64)
-        rows = np.stack([m * c, c] if self.reduction == "token" else [m, np.ones_like(m)], axis=1)
+        s, c = sums[live], counts[live].astype(np.float64)
+        rows = np.stack([s, c] if self.reduction == "token" else [s / c, np.ones_like(c)], axis=1)
         return Plan(rows, lambda s: np.exp(ratios(s)), np.array([self.compute()]), (0,), one_score)
 
 
