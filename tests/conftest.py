@@ -67,5 +67,12 @@ def summaries():
 
 
 @pytest.fixture
+def nltk_punkt(monkeypatch):
+    """rouge-score's split_summaries=True calls nltk.sent_tokenize: its English model from the shared data."""
+    import nltk
+    monkeypatch.setattr(nltk.data, "path", [str(DATA / "nltk_data")] + list(nltk.data.path))
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(20261122)

