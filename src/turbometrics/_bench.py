@@ -347,6 +347,48 @@ def rouge_case(n: int) -> Case:
     return c
 
 
+def _multi_sentence_data(n: int) -> dict:
+    """n pairs of three-sentence texts (three generated segments each, abbreviations such as "e.g." inside)."""
+    hyps, refs = zipf_corpus(3 * n)
+    return {"hyps": [" ".join(hyps[3 * i:3 * i + 3]) for i in range(n)],
+            "refs": [" ".join(refs[3 * i:3 * i + 3]) for i in range(n)]}
+
+
+def _nltk_punkt(data_dir: str | None) -> bool:
+    """Whether nltk.sent_tokenize (rouge-score's splitter) finds its English model, offline."""
+    if not have("nltk"):
+        return False
+    import nltk
+    if data_dir and os.path.join(data_dir, "nltk_data") not in nltk.data.path:
+        nltk.data.path.insert(0, os.path.join(data_dir, "nltk_data"))
+    try:
+        nltk.data.find("tokenizers/punkt_tab/english/")
+        return True
+    except LookupError:
+        return False
+
+
+def rouge_lsum_split_case(n: int, data_dir: str | None = None) -> Case:
+    """ROUGE with split_summaries=True (Punkt sentences for Lsum) on multi-sentence pairs; rouge-score
+    (nltk.sent_tokenize per text) on 2,000 of them, scaled. No pure-Python twin: slow/ has no Punkt."""
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    c = Case(f"rouge 1/2/L/Lsum + stemmer, split_summaries, {n:,} three-sentence pairs",
+             lambda: _multi_sentence_data(n))
+    c.impls["turbometrics"] = Impl(lambda d: tm.rouge(d["hyps"], d["refs"], types, use_stemmer=True,
+                                                      split_summaries=True), "ours")
+    c.impls["turbometrics, Lsum on line breaks"] = Impl(
+        lambda d: tm.rouge(d["hyps"], d["refs"], types, use_stemmer=True), "variant")
+    if have("rouge_score") and _nltk_punkt(data_dir):
+        rows = min(n, 2000)
+
+        def rs(d):
+            from rouge_score import rouge_scorer
+            scorer = rouge_scorer.RougeScorer(types, use_stemmer=True, split_summaries=True)
+            return [scorer.score(r, h) for h, r in zip(d["hyps"][:rows], d["refs"][:rows])]
+        c.impls["rouge_score"] = Impl(rs, "oracle", n / rows, f"{rows} pairs, scaled x{n / rows:g}")
+    return c
+
+
 def bootstrap_case(n: int, n_resamples: int = 1000) -> Case:
     """Corpus BLEU with a 95% bootstrap interval, statistics extraction included (as sacrebleu's)."""
     c = Case(f"corpus_bleu + bootstrap CI, {n_resamples} resamples, {n:,} segments", lambda: _text_data(n))
@@ -486,6 +528,8 @@ def cases(quick: bool, data_dir: str | None = None) -> list[Case]:
     real = [corpus_bleu_case(5000 if quick else 100000, data_dir)] if data_dir else []
     if data_dir and not quick:  # sacrebleu's TER takes about 10 s on one WMT17 system
         real.append(corpus_ter_case(3004, data_dir))
+    if have("punkt"):  # the lsum extra
+        real.append(rouge_lsum_split_case(500 if quick else 20000, data_dir))
     return _generated_cases(quick) + real
 
 
