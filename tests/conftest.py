@@ -29,8 +29,8 @@ def pytest_terminal_summary(terminalreporter):
 def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> None:
     """Run pytest on ``args`` in a fresh process (tests/ as cwd), report its summary line under
     ``label``, and fail unless everything it collected passed."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], env=env,
-                         capture_output=True, text=True, timeout=1800, cwd=Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args],
+                         env=env, capture_output=True, text=True, timeout=1800, cwd=Path(__file__).resolve().parent)
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
     report.append(f"{label}: {summary}")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
