@@ -74,6 +74,19 @@ def test_million_pairs(benchmark, case_fn, args, impl):
     benchmark.extra_info.update(kind="scale", case=name, impl=impl, **res)
 
 
+HIDDEN = (2048, 2048, 128256) if not QUICK else (256, 256, 32000)
+
+
+@only_cases
+@pytest.mark.parametrize("impl", ["turbometrics", "logits (matmul) + turbometrics perplexity",
+                                  "torch logits + cross_entropy"])
+def test_perplexity_from_hidden_time_and_memory(benchmark, impl):
+    """The LM head fused with the NLL against materialised logits, each in a fresh process (time, peak extra)."""
+    benchmark.group = "perplexity from hidden states"
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("hidden_case", HIDDEN, impl), rounds=1, iterations=1)
+    benchmark.extra_info.update(kind="scale", case=_bench.hidden_case(*HIDDEN).name, impl=impl, **res)
+
+
 LM = ("lm_case", (8192,)) if not QUICK else ("lm_case", (2048, 8000, 512, 256))
 
 

@@ -9,6 +9,7 @@ from .classification import mean_reciprocal_rank, target_rank, topk, topk_accura
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
 from .lm_perplexity import lm_perplexity
+from .lm_head import perplexity_from_hidden, token_nll_from_hidden
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
 from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length, prepare_references,
@@ -20,7 +21,7 @@ __all__ = [
     "metrics", "dask",
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
-    "perplexity_from_nll", "lm_perplexity",
+    "perplexity_from_nll", "lm_perplexity", "perplexity_from_hidden", "token_nll_from_hidden",
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
     "corpus_ter", "sentence_ter", "segment_ter", "TERScore",

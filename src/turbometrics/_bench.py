@@ -482,6 +482,30 @@ def lm_case(n_tokens: int = 8192, vocab: int = 50257, max_length: int = 1024, st
     return c
 
 
+def hidden_case(n: int = 2048, d: int = 2048, vocab: int = 128256) -> Case:
+    """Perplexity from an LM head's input (n tokens, hidden size d) without the (n, vocab) logits, against
+    materialising them (BLAS) and then our fused NLL, or torch's cross entropy. f32 on the CPU; 10% padding."""
+    def setup():
+        rng = np.random.default_rng(0)
+        t = rng.integers(0, vocab, n)
+        t[rng.random(n) < 0.1] = -100
+        return {"h": rng.standard_normal((n, d), dtype=np.float32),
+                "w": rng.standard_normal((vocab, d), dtype=np.float32) * np.float32(d ** -0.5), "t": t}
+
+    c = Case(f"perplexity from hidden states f32 ({n}, d={d}) x V={vocab:,}, 10% padding", setup)
+    c.impls["turbometrics"] = Impl(lambda d_: tm.perplexity_from_hidden(d_["h"], d_["w"], d_["t"], ignore_index=-100),
+                                   "ours")
+    c.impls["logits (matmul) + turbometrics perplexity"] = Impl(
+        lambda d_: tm.perplexity(d_["h"] @ d_["w"].T, d_["t"], ignore_index=-100), "variant")
+    if have("torch"):
+        def ce(d_):
+            torch = _torch()
+            logits = torch.from_numpy(d_["h"]) @ torch.from_numpy(d_["w"]).T
+            return float(torch.exp(torch.nn.functional.cross_entropy(logits, torch.from_numpy(d_["t"]))))
+        c.impls["torch logits + cross_entropy"] = Impl(ce, "torch")
+    return c
+
+
 _CALLS = 1000  # calls per timed run of a per-call case (one call is too short to time alone)
 
 

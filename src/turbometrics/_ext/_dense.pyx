@@ -12,7 +12,7 @@ named by the TURBOMETRICS_SIMD environment variable.
 import os
 
 import numpy as np
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t, uint8_t, uintptr_t
 
 cdef extern from "dense.hpp" namespace "tmk":
     cdef cppclass Rows:
@@ -20,6 +20,7 @@ cdef extern from "dense.hpp" namespace "tmk":
         int64_t B, T, sb, st, V
     void c_nll_rows "tmk::nll_rows"(const Rows x, int code, const int64_t* targets, double* out,
                                     int nthreads) nogil
+    void c_fold_rows "tmk::fold_rows"(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) nogil
     void c_topk_rows "tmk::topk_rows"(const Rows x, int code, int64_t itemsize, int64_t k,
                                       bint largest, bint sorted, char* out_v, int64_t* out_i,
                                       int nthreads) nogil
@@ -120,6 +121,20 @@ def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
         if r.B * r.T > 0:
             c_nll_rows(r, code, &targets[0], &o[0], nthreads)
     return out
+
+
+def fold_rows(x, int code, double[::1] M, double[::1] S, uint8_t[::1] bad, int nthreads):
+    """Fold each row of ``x`` (B, T, V) into its running log-sum-exp state: max ``M``, sum ``S`` of
+    e^(x - M) (float64, B*T each); ``bad`` (uint8) turns 1 for a row that held +inf or NaN."""
+    if not 0 <= code <= 3:
+        raise ValueError("log-sum-exp needs floating-point values")
+    active_path()
+    cdef Rows r = _rows(x, code)
+    if not (M.shape[0] == S.shape[0] == bad.shape[0] == r.B * r.T):
+        raise ValueError("the state must hold one entry per row")
+    with nogil:
+        if r.B * r.T > 0:
+            c_fold_rows(r, code, &M[0], &S[0], &bad[0], nthreads)
 
 
 def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):

@@ -40,11 +40,13 @@ struct Rows {
 };
 
 typedef double (*NllFn)(const char* row, int64_t V, int64_t target);
+typedef bool (*FoldFn)(const char* row, int64_t V, double& M, double& S);
 typedef void (*TopkFn)(const char* row, int64_t V, int64_t k, bool largest, bool sorted, void* buf, int64_t cap,
                        char* out_v, int64_t* out_i);
 struct Kernels {
   const char* name;
   NllFn nll[4];     // by dtype code, floating point only
+  FoldFn fold[4];   // by dtype code, floating point only
   TopkFn topk[12];  // by dtype code
 };
 
@@ -161,6 +163,15 @@ static inline void nll_rows(const Rows x, int code, const int64_t* targets, doub
   const NllFn fn = active.load()->nll[code];
   tmp::parallel_for(x.B * x.T, 16, nthreads, [] { return 0; }, [&](int, int64_t r) {
     out[r] = targets[r] < 0 ? 0.0 : fn(x.row(r), x.V, targets[r]);
+  });
+}
+
+// Fold each row r of x into its running log-sum-exp state (M[r], S[r]); bad[r] = 1 once a row held
+// +inf or NaN (its state is then left alone).
+static inline void fold_rows(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) {
+  const FoldFn fn = active.load()->fold[code];
+  tmp::parallel_for(x.B * x.T, 16, nthreads, [] { return 0; }, [&](int, int64_t r) {
+    if (!bad[r] && !fn(x.row(r), x.V, M[r], S[r])) bad[r] = 1;
   });
 }
 

@@ -206,19 +206,23 @@ static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const double* ta
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-template <class L>
-static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
+// Fold a row of V values into a running (max M, sum S of e^(x - M)); false if it holds +inf or NaN.
+// A whole row from M = -inf, S = 0 is row_nll's log-sum-exp; slices of a row folded in turn carry it
+// across slices (the LM head's logits, a vocabulary slice at a time). TABLE: 16-bit values are summed
+// from the exp table (as row_nll does, with M = 0) while that sum is a normal double.
+template <class L, bool TABLE>
+static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum) {
   using S = typename L::S; using K = typename L::K;
   constexpr int W = Pack<K>::LANES;
   const S* x = reinterpret_cast<const S*>(row);
-  if constexpr (sizeof(S) == 2) {
-    // No max shift is needed while the sum stays a normal double: terms lost to
-    // underflow are below 2^-1022 each, so below 2^-100 of a sum >= 2^-900.
-    // Otherwise (a logit > 709, all logits < -620, NaN or +inf) the general path decides.
+  if constexpr (TABLE && sizeof(S) == 2) {
     double s = table_sum(x, V, exp_table<L>());
-    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) return std::log(s) - (double)L::get(x[target]);
+    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) {
+      if (0.0 > M) { sum = sum * std::exp(M) + s; M = 0.0; }
+      else sum += s * std::exp(-M);
+      return true;
+    }
   }
-  double M = -std::numeric_limits<double>::infinity(), sum = 0.0;
   alignas(64) K buf[BLOCK];
   for (int64_t j = 0; j < V; j += BLOCK) {
     int n = (int)std::min<int64_t>(BLOCK, V - j);
@@ -233,8 +237,25 @@ static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
     // -inf padding: e^(-inf - m) is clamped to e^LOW, below 1e-37 of the row sum (>= 1).
     for (int i = n; i < padded; ++i) buf[i] = -std::numeric_limits<K>::infinity();
     // The prefetch runs past the row's end into the next row (prefetches never fault).
-    if (!block_lse<K>(p, padded, x + j + n, M, sum)) return std::numeric_limits<double>::quiet_NaN();
+    if (!block_lse<K>(p, padded, x + j + n, M, sum)) return false;
   }
+  return true;
+}
+
+template <class L>
+static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
+  using S = typename L::S; using K = typename L::K;
+  constexpr int W = Pack<K>::LANES;
+  const S* x = reinterpret_cast<const S*>(row);
+  if constexpr (sizeof(S) == 2) {
+    // No max shift is needed while the sum stays a normal double: terms lost to
+    // underflow are below 2^-1022 each, so below 2^-100 of a sum >= 2^-900.
+    // Otherwise (a logit > 709, all logits < -620, NaN or +inf) the general path decides.
+    double s = table_sum(x, V, exp_table<L>());
+    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) return std::log(s) - (double)L::get(x[target]);
+  }
+  double M = -std::numeric_limits<double>::infinity(), sum = 0.0;
+  if (!row_fold<L, false>(row, V, M, sum)) return std::numeric_limits<double>::quiet_NaN();
   return (M + std::log(sum)) - (double)L::get(x[target]);
 }
 
@@ -242,6 +263,10 @@ static double nll_f16(const char* r, int64_t V, int64_t t) { return row_nll<Load
 static double nll_bf16(const char* r, int64_t V, int64_t t) { return row_nll<LoadBF16>(r, V, t); }
 static double nll_f32(const char* r, int64_t V, int64_t t) { return row_nll<LoadId<float>>(r, V, t); }
 static double nll_f64(const char* r, int64_t V, int64_t t) { return row_nll<LoadId<double>>(r, V, t); }
+static bool fold_f16(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadF16, true>(r, n, M, S); }
+static bool fold_bf16(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadBF16, true>(r, n, M, S); }
+static bool fold_f32(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadId<float>, false>(r, n, M, S); }
+static bool fold_f64(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadId<double>, false>(r, n, M, S); }
 
 // ---------------------------------------------------------------- top-k
 // Could v displace the current k-th candidate? A superset test (NaN passes),
@@ -321,6 +346,7 @@ TM_TOPK_ROW(topk_u64, LoadId<uint64_t>)
 static const Kernels kernels = {
     TM_PATH_NAME,
     {nll_f16, nll_bf16, nll_f32, nll_f64},
+    {fold_f16, fold_bf16, fold_f32, fold_f64},
     {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16,
      topk_u32, topk_u64},
 };

@@ -1,0 +1,269 @@
+"""Perplexity from an LM head's input: hidden states and the head's weight, never the whole logits.
+
+``logits = hidden @ weight.T + bias`` is (tokens, vocabulary): for a 128,256-word
+vocabulary far larger than the hidden states. Here it is produced a block of
+rows and a slice of the vocabulary at a time, by the matrix multiply at hand
+(NumPy's BLAS for ndarrays, PyTorch's for tensors, in the inputs' own dtype as
+the model's forward pass would), and each slice is folded at once into a
+running log-sum-exp per row (the fused NLL kernel's, carried across slices:
+``_dense.fold_rows``) and the target's logit. Memory is O(rows x slice).
+Positions that are not counted (``ignore_index``, ``mask``) are never
+multiplied.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _validate as V
+from ._arrays import is_torch
+from ._ext import _dense
+from .language_model import REDUCTIONS, Perplexity
+
+DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice)
+_MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
+
+
+def _check_head(hidden: Any, weight: Any, bias: Any):
+    """(hidden as (N, d), weight (V, d), bias (V,) or None, the targets' shape, kind) for either backend."""
+    if is_torch(hidden):
+        if not (is_torch(weight) and (bias is None or is_torch(bias))):
+            raise TypeError("weight and bias must be torch tensors like hidden")
+        if not hidden.dtype.is_floating_point:
+            raise TypeError(f"hidden must be floating point, got {hidden.dtype}")
+        arrays = {"weight": weight, "bias": bias}
+        for name, x in arrays.items():
+            if x is not None and (x.dtype != hidden.dtype or x.device != hidden.device):
+                raise TypeError(f"{name} must have hidden's dtype and device ({hidden.dtype}, {hidden.device}); "
+                                f"got {x.dtype} on {x.device}")
+        h = hidden.detach()
+        w = weight.detach()
+        b = None if bias is None else bias.detach()
+        kind = "torch"
+    else:
+        arrays = {}
+        for name, x in (("hidden", hidden), ("weight", weight), ("bias", bias)):
+            if x is None:
+                continue
+            a = V.as_array(x, name)
+            V.require_float(a, name)
+            if a.code not in (V.F32, V.F64):
+                raise TypeError(f"{name}: NumPy inputs must be float32 or float64 (pass torch tensors for "
+                                f"bfloat16/float16, multiplied in their own type)")
+            arrays[name] = a.data
+        h, w, b = arrays["hidden"], arrays["weight"], arrays.get("bias")
+        if not (h.dtype == w.dtype and (b is None or b.dtype == h.dtype)):
+            raise TypeError(f"hidden, weight and bias must share a dtype; got {h.dtype}, {w.dtype}"
+                            + ("" if b is None else f", {b.dtype}"))
+        kind = "numpy"
+    if h.ndim < 2:
+        raise ValueError(f"hidden must have shape (..., d), got {tuple(h.shape)}")
+    if w.ndim != 2 or w.shape[1] != h.shape[-1] or w.shape[0] < 1:
+        raise ValueError(f"weight must have shape (vocabulary, {h.shape[-1]}), got {tuple(w.shape)}")
+    if b is not None and tuple(b.shape) != (w.shape[0],):
+        raise ValueError(f"bias must have shape ({w.shape[0]},), got {tuple(b.shape)}")
+    return h.reshape(-1, h.shape[-1]), w, b, tuple(h.shape[:-1]), kind
+
+
+def _plan(rows: int, vocab: int, itemsize: int, chunk: int | None, budget: int) -> tuple[int, int]:
+    """(rows per block, vocabulary columns per slice) holding at most ``budget`` bytes of logits."""
+    if chunk is None:
+        block = max(1, min(rows, _MAX_ROWS))
+        chunk = max(256, budget // (block * itemsize)) // 64 * 64
+    chunk = min(chunk, vocab)
+    return max(1, min(rows, budget // (chunk * itemsize))), chunk
+
+
+def _fold_torch(logits, state, t_local, device_cpu: bool, threads: int):
+    """Fold a (rows, slice) logits tensor into the rows' state: our kernel on the CPU, torch on a GPU."""
+    import torch
+
+    M, S, bad, tl = state
+    live = (t_local >= 0) & (t_local < logits.shape[1])
+    if device_cpu:
+        x = logits if logits.dtype != torch.bfloat16 else logits.view(torch.int16)
+        code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
+        _dense.fold_rows(x.numpy()[:, None, :], code[logits.dtype], M, S, bad, threads)
+        idx = np.flatnonzero(live)
+        if idx.size:
+            tl[idx] = logits[torch.from_numpy(idx), torch.from_numpy(t_local[idx])].double().numpy()
+        return
+    # on a GPU: log-sum-exp of the slice in float32, joined to the running one in float64
+    lse = torch.logsumexp(logits.float(), dim=1).double()
+    M.copy_(torch.logaddexp(M, lse))
+    rows = torch.nonzero(live).reshape(-1)
+    tl[rows] = logits[rows, t_local[rows]].double()
+
+
+def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, budget=DEFAULT_BUDGET):
+    """Per-token NLL as float64 on the host (0 where not counted) and the counted mask."""
+    h, w, b, shape, kind = _check_head(hidden, weight, bias)
+    vocab = int(w.shape[0])
+    t64, counted = V.as_targets(targets, shape, vocab, ignore_index=ignore_index, mask=mask)
+    if chunk is not None:
+        V.check_int(chunk, "chunk")
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1 (vocabulary columns per slice), got {chunk}")
+    threads = V.check_threads(num_threads)
+    idx = np.flatnonzero(counted.reshape(-1))  # only counted positions are multiplied
+    nll = np.zeros(t64.size)
+    if idx.size == 0:
+        return nll.reshape(shape), counted
+    itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
+    block, width = _plan(idx.size, vocab, itemsize, chunk, budget)
+    for r0 in range(0, idx.size, block):
+        rows = idx[r0:r0 + block]
+        t_rows = t64[rows]
+        if kind == "numpy":
+            out = _rows_numpy(h[rows], w, b, t_rows, width, threads)
+        else:
+            out = _rows_torch(h, w, b, rows, t_rows, width, threads)
+        nll[rows] = out
+    return nll.reshape(shape), counted
+
+
+def _finish(M, S, bad, tl) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (M + np.log(S)) - tl
+    out[bad.astype(bool)] = np.nan
+    return out
+
+
+def _rows_numpy(hb, w, b, t_rows, width, threads) -> np.ndarray:
+    n = len(t_rows)
+    M, S = np.full(n, -np.inf), np.zeros(n)
+    bad, tl = np.zeros(n, np.uint8), np.zeros(n)
+    buf = np.empty(n * width, dtype=hb.dtype)
+    for v0 in range(0, w.shape[0], width):
+        v1 = min(v0 + width, w.shape[0])
+        logits = buf[:n * (v1 - v0)].reshape(n, v1 - v0)
+        np.matmul(hb, w[v0:v1].T, out=logits)
+        if b is not None:
+            logits += b[v0:v1]
+        _dense.fold_rows(logits[:, None, :], V.F32 if hb.dtype == np.float32 else V.F64, M, S, bad, threads)
+        live = np.flatnonzero((t_rows >= v0) & (t_rows < v1))
+        tl[live] = logits[live, t_rows[live] - v0]
+    return _finish(M, S, bad, tl)
+
+
+def _rows_torch(h, w, b, rows, t_rows, width, threads, torch_fold: bool | None = None) -> np.ndarray:
+    """One block of rows from torch tensors; ``torch_fold``: fold with torch ops (the GPU's way;
+    default: only off the CPU)."""
+    import torch
+    import torch.nn.functional as F
+
+    cpu = h.device.type == "cpu" if torch_fold is None else not torch_fold
+    n = len(rows)
+    hb = h[torch.as_tensor(rows, device=h.device)]
+    if cpu:
+        state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n))
+        t_dev = t_rows
+    else:
+        state = (torch.full((n,), -np.inf, dtype=torch.float64, device=h.device), None, None,
+                 torch.zeros(n, dtype=torch.float64, device=h.device))
+        t_dev = torch.as_tensor(t_rows, device=h.device)
+    if cpu and h.device.type != "cpu":
+        raise ValueError("the CPU fold needs CPU tensors")
+    with torch.no_grad():
+        for v0 in range(0, w.shape[0], width):
+            v1 = min(v0 + width, w.shape[0])
+            logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
+            _fold_torch(logits, state, t_dev - v0, cpu, threads)
+    if cpu:
+        return _finish(*state)
+    M, _, _, tl = state
+    return (M - tl).cpu().numpy()
+
+
+def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None, ignore_index: int | None = None,
+                          mask: Any = None, *, chunk: int | None = None, num_threads: int | None = None) -> Any:
+    """``-log_softmax(hidden @ weight.T + bias)[target]`` per position, float64, without the logits.
+
+    Equals ``F.cross_entropy(F.linear(hidden, weight, bias), targets, reduction="none")``
+    (logits in the inputs' dtype, as the model computes them; sums in float64).
+
+    Parameters
+    ----------
+    hidden : array-like (..., d)
+        The LM head's input (the base model's last hidden state). NumPy
+        float32/float64, or a torch tensor of any float dtype (bfloat16 and
+        float16 are multiplied in their own type, as the model's forward pass;
+        CUDA tensors run on the GPU).
+    weight : array-like (V, d)
+        The head's weight (``model.get_output_embeddings().weight``), same dtype.
+    targets : array-like (...)
+        Integer targets shaped like ``hidden.shape[:-1]``, in [0, V) where counted.
+    bias : array-like (V,), optional
+    ignore_index : int, optional
+    mask : array-like of bool, optional
+        As in ``token_nll``: those positions are not counted (and never multiplied).
+    chunk : int, optional
+        Vocabulary columns per slice (default: as many as keep one block of
+        logits within 64 MiB).
+    num_threads : int, optional
+        Threads of the fold kernel (BLAS picks its own).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shaped like ``targets`` (0 where not counted; NaN for a row
+        whose logits hold NaN or +inf).
+
+    Raises
+    ------
+    TypeError
+        For non-float inputs, mixed dtypes, devices or array kinds (NumPy
+        inputs must be float32/float64).
+    ValueError
+        For shapes that do not match, targets outside [0, V) where counted,
+        or ``chunk < 1``.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> h = np.eye(2, 3, dtype=np.float32); w = np.zeros((4, 3), np.float32)
+    >>> tm.token_nll_from_hidden(h, w, [0, 3]).round(6)  # zero logits: uniform over 4
+    array([1.386294, 1.386294])
+    """
+    return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads)[0]
+
+
+def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None,
+                           ignore_index: int | None = None, mask: Any = None, reduction: str = "token", *,
+                           chunk: int | None = None, num_threads: int | None = None) -> Any:
+    """Perplexity of ``targets`` under the logits ``hidden @ weight.T + bias``, never materialised.
+
+    Equals ``exp(F.cross_entropy(F.linear(hidden, weight, bias), targets))``
+    with ``reduction="token"``; memory is O(rows x slice), not O(rows x V).
+
+    Parameters
+    ----------
+    hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads
+        As in ``token_nll_from_hidden``.
+    reduction : {"token", "sequence", "none"}
+        As in ``perplexity`` ((N, d) hidden states are one sequence).
+
+    Returns
+    -------
+    float or numpy.ndarray
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``token_nll_from_hidden``; also for hidden states not (N, d) or
+        (B, T, d), or an unknown reduction.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> h = np.ones((3, 2), np.float32); w = np.zeros((4, 2), np.float32)
+    >>> tm.perplexity_from_hidden(h, w, [0, 1, 3])  # zero logits: uniform over 4
+    4.0
+    """
+    V.check_choice(reduction, "reduction", REDUCTIONS)
+    shape = tuple(getattr(hidden, "shape", np.shape(hidden)))
+    if len(shape) not in (2, 3):
+        raise ValueError(f"hidden must have shape (N, d) or (B, T, d) for a perplexity, got {shape}")
+    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads)
+    return Perplexity(reduction=reduction, input="nll").update(nll, mask=counted).compute()

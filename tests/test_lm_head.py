@@ -1,0 +1,124 @@
+"""perplexity_from_hidden / token_nll_from_hidden against PyTorch's cross entropy of the full logits."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import turbometrics as tm
+from turbometrics import lm_head
+
+
+def oracle(h, w, t, b=None, ignore_index=-100, reduction="mean"):
+    """torch's cross entropy of F.linear(h, w, b), in float64 from the logits in the inputs' dtype."""
+    logits = F.linear(*(torch.as_tensor(x) if x is not None else None for x in (h, w, b)))
+    flat = logits.reshape(-1, logits.shape[-1]).double()
+    return F.cross_entropy(flat, torch.as_tensor(t).reshape(-1), ignore_index=ignore_index, reduction=reduction)
+
+
+def data(rng, shape=(3, 40), d=32, V=3000, dtype=np.float32, scale=0.3):
+    h = rng.standard_normal((*shape, d)).astype(dtype)
+    w = (rng.standard_normal((V, d)) * scale).astype(dtype)
+    b = rng.standard_normal(V).astype(dtype)
+    t = rng.integers(0, V, shape)
+    t.reshape(-1)[::5] = -100  # padding
+    return h, w, b, t
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-6), (np.float32, 1e-5)])
+@pytest.mark.parametrize("chunk", [None, 100, 1024])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_equals_cross_entropy_of_the_logits(rng, dtype, tol, chunk, with_bias):
+    h, w, b, t = data(rng, dtype=dtype)
+    b = b if with_bias else None
+    expected = float(torch.exp(oracle(h, w, t, b)))
+    assert tm.perplexity_from_hidden(h, w, t, b, ignore_index=-100, chunk=chunk) == pytest.approx(expected, rel=tol)
+    per_token = oracle(h, w, t, b, reduction="none").numpy().reshape(t.shape)
+    ours = tm.token_nll_from_hidden(h, w, t, b, ignore_index=-100, chunk=chunk)
+    np.testing.assert_allclose(ours, per_token, rtol=tol, atol=1e-9)
+    assert (ours[t == -100] == 0).all()
+    # the same as the fused kernel on the materialised logits
+    logits = (h @ w.T + (0 if b is None else b)).astype(dtype)
+    np.testing.assert_allclose(ours, tm.token_nll(logits, t, ignore_index=-100), rtol=tol, atol=1e-9)
+
+
+@pytest.mark.parametrize("reduction", ["token", "sequence", "none"])
+def test_reductions_and_masks(rng, reduction):
+    h, w, b, t = data(rng, shape=(4, 25), dtype=np.float64)
+    mask = rng.random(t.shape) < 0.8
+    mask[2] = False  # a sequence with nothing counted
+    t = np.where(t < 0, 0, t)
+    logits = h @ w.T + b
+    ours = tm.perplexity_from_hidden(h, w, t, b, mask=mask, reduction=reduction, chunk=512)
+    theirs = tm.perplexity(logits, t, mask=mask, reduction=reduction)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    if reduction == "none":
+        assert np.isnan(ours[2])
+
+
+def test_ties_extremes_and_non_finite(rng):
+    h, w, b, t = data(rng, shape=(60,), d=8, V=700, dtype=np.float64)
+    w[1::2] = w[::2]                       # tied logits
+    t = np.where(t < 0, 0, t)
+    assert tm.perplexity_from_hidden(h, w, t, chunk=64) == pytest.approx(float(torch.exp(oracle(h, w, t))), rel=1e-9)
+    big = w * 1000                          # logits in the thousands: the log-sum-exp shifts per slice
+    np.testing.assert_allclose(tm.token_nll_from_hidden(h, big, t, chunk=64),
+                               oracle(h, big, t, reduction="none").numpy(), rtol=1e-9)
+    assert tm.perplexity_from_hidden(np.zeros((5, 8)), w, [0, 1, 2, 3, 4]) == pytest.approx(700)  # uniform
+    h2 = h.copy()
+    h2[3, 0] = np.nan
+    nll = tm.token_nll_from_hidden(h2, w, t, chunk=64)
+    assert np.isnan(nll[3]) and np.isfinite(np.delete(nll, 3)).all()
+    assert np.isnan(tm.perplexity_from_hidden(h2, w, t))
+    assert np.isnan(tm.perplexity_from_hidden(h, w, t, mask=np.zeros(60, bool)))  # nothing counted
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_torch_tensors_multiply_in_their_own_dtype(rng, dtype):
+    h, w, b, t = data(rng, shape=(2, 30), d=16, V=2000)
+    th, tw, tb = (torch.from_numpy(x).to(dtype) for x in (h, w, b))
+    tt = torch.from_numpy(t)
+    expected = float(torch.exp(oracle(th, tw, t, tb)))  # the logits rounded to dtype, as the model's
+    got = tm.perplexity_from_hidden(th, tw, tt, tb, ignore_index=-100, chunk=300)
+    assert got == pytest.approx(expected, rel=1e-5)
+    # the torch-ops fold (the GPU's way) agrees with the kernel's, here on CPU tensors
+    rows = np.flatnonzero(t.reshape(-1) != -100)
+    tr = t.reshape(-1)[rows]
+    flat = th.reshape(-1, th.shape[-1])
+    kernel = lm_head._rows_torch(flat, tw, tb, rows, tr, 300, 1)
+    torch_ops = lm_head._rows_torch(flat, tw, tb, rows, tr, 300, 1, torch_fold=True)
+    np.testing.assert_allclose(torch_ops, kernel, rtol=1e-6)
+
+
+def test_memory_stays_a_slice(rng, monkeypatch):
+    h, w, b, t = data(rng, shape=(50,), d=8, V=10_000)
+    seen = []
+    real = lm_head._dense.fold_rows
+
+    def spy(x, *a):
+        seen.append(x.shape)
+        return real(x, *a)
+
+    monkeypatch.setattr(lm_head._dense, "fold_rows", spy)
+    lm_head._head_nll(h, w, t, None, -100, None, None, 1, budget=40 * 1024 * 4)
+    assert max(s[0] * s[2] for s in seen) * 4 <= 40 * 1024 * 4 and len(seen) > 1
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w.astype(np.float64), t), TypeError, "share a dtype"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w[:, :3], t), ValueError, "weight must have shape"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, bias=np.zeros(3, np.float32)), ValueError, "bias"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t + 10_000), ValueError, r"targets must lie in \[0, 100\)"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t[:3]), ValueError, "targets has shape"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, chunk=0), ValueError, "chunk"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h.astype(np.float16), w.astype(np.float16), t), TypeError,
+     "float32 or float64"),
+    (lambda h, w, t: tm.perplexity_from_hidden(torch.from_numpy(h), w, t), TypeError, "torch tensors"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h[0], w, t), ValueError, r"\(N, d\) or \(B, T, d\)"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, reduction="mean"), ValueError, "reduction"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h.astype(int), w, t), TypeError, "hidden"),
+])
+def test_bad_input(rng, call, exc, match):
+    h = rng.standard_normal((6, 4)).astype(np.float32)
+    w = rng.standard_normal((100, 4)).astype(np.float32)
+    with pytest.raises(exc, match=match):
+        call(h, w, rng.integers(0, 100, 6))
