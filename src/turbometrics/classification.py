@@ -165,7 +165,10 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
 def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None) -> float:
     """np.average over counted rows, as scikit-learn does (same operations, same bits)."""
     if weights is None:  # np.average without weights is the mean: the same operations
-        return float(values[counted].mean()) if counted.any() else float("nan")
+        n = int(np.count_nonzero(counted))
+        if values.dtype == bool:  # an exact count over n: the mean's bits, without its overhead
+            return np.count_nonzero(values & counted) / n if n else float("nan")
+        return float(values[counted].mean()) if n else float("nan")
     w = weights[counted]
     if w.sum() == 0:
         raise ValueError("sample_weight sums to zero over the counted rows")
