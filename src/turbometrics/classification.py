@@ -167,7 +167,7 @@ def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None
     if weights is None:  # np.average without weights is the mean: the same operations
         n = int(np.count_nonzero(counted))
         if values.dtype == bool:  # an exact count over n: the mean's bits, without its overhead
-            return np.count_nonzero(values & counted) / n if n else float("nan")
+            return int(np.count_nonzero(values & counted)) / n if n else float("nan")
         return float(values[counted].mean()) if n else float("nan")
     w = weights[counted]
     if w.sum() == 0:
