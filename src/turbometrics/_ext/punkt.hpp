@@ -74,11 +74,10 @@ struct Model {
   }
 };
 
-// One token of nltk's PunktToken, as a range of the text, with what the annotation reads.
+// One token of nltk's PunktToken: what the annotation reads of it, and the annotations.
 struct Token {
-  int64_t a, b;            // [a, b) in the text
   std::u32string type;     // lowercased, "##number##" for numbers
-  bool period_final, first_upper, first_lower, initial, is_ellipsis, single_punct;
+  bool period_final, first_upper, first_lower, initial, single_punct;
   bool sentbreak = false, abbr = false, ellipsis = false;  // the annotations
 };
 
@@ -198,8 +197,6 @@ class Splitter {
   // PunktToken(tok) and _first_pass_annotation.
   void add_token(int64_t a, int64_t b) {
     Token t;
-    t.a = a;
-    t.b = b;
     const int64_t n = b - a;
     const uint32_t c0 = c(a);
     lower(a, b, t.type);
@@ -210,11 +207,10 @@ class Splitter {
     t.initial = n == 2 && (fl(c0) & WORD) && !(fl(c0) & DECIMAL) && c(a + 1) == '.';
     bool dots = n >= 2;
     for (int64_t i = a; i < b && dots; ++i) dots = c(i) == '.';
-    t.is_ellipsis = dots;
     t.single_punct = n == 1 && (c0 == ';' || c0 == ':' || c0 == ',' || c0 == '.' || c0 == '!' || c0 == '?');
     if (n == 1 && sent_end(c0)) {
       t.sentbreak = true;
-    } else if (t.is_ellipsis) {
+    } else if (dots) {  // is_ellipsis
       t.ellipsis = true;
     } else if (t.period_final && !(n >= 2 && c(b - 2) == '.')) {
       low_.clear();
