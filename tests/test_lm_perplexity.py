@@ -143,3 +143,131 @@ def test_bad_input(kwargs, exc, match):
     args.update(kwargs)
     with pytest.raises(exc, match=match):
         tm.lm_perplexity(**args)
+
+
+# --- through the head's input: the logits are never made --------------------------------------------------------
+
+def tiny_hf(kind, tie=False, dtype=torch.float32, **extra):
+    """A two-layer Hugging Face causal LM built from a config (no download), random weights."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=V, n_positions=64, n_embd=32, n_layer=2, n_head=2,
+                                      bos_token_id=0, eos_token_id=0, tie_word_embeddings=tie)
+        return transformers.GPT2LMHeadModel(cfg).to(dtype).eval()
+    common = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=8, max_position_embeddings=64, tie_word_embeddings=tie,
+                  bos_token_id=0, eos_token_id=0, pad_token_id=0, **extra)
+    config, model = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
+                     "cohere": ("CohereConfig", "CohereForCausalLM"),
+                     "granite": ("GraniteConfig", "GraniteForCausalLM")}[kind]
+    return getattr(transformers, model)(getattr(transformers, config)(**common)).to(dtype).eval()
+
+
+def head_calls(model):
+    """How many times the model's LM head module runs (the fused path never calls it but for the probe)."""
+    calls = []
+    model.get_output_embeddings().register_forward_hook(lambda *_: calls.append(1))
+    return calls
+
+
+HF_MODELS = [("gpt2", True, {}), ("llama", False, {}), ("llama", True, {}),
+             ("gemma2", False, dict(final_logit_softcapping=0.5)),  # small cap: the tanh matters on tiny logits
+             ("cohere", True, dict(logit_scale=0.3)), ("granite", False, dict(logits_scaling=4.0))]
+
+
+@pytest.mark.parametrize("kind,tie,extra", HF_MODELS)
+def test_huggingface_models_through_the_head_equal_the_logits_path(ragged, kind, tie, extra):
+    model = tiny_hf(kind, tie, **extra)
+    assert (model.get_output_embeddings().weight is model.get_input_embeddings().weight) == tie
+    calls = head_calls(model)
+    seqs = ragged[1:]
+    for max_length, stride, bs in ((32, 32, 4), (32, 12, 2), (20, 7, 5)):
+        fused = tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs, reduction="none")
+        assert len(calls) == 1  # the probe only: every batch went through the hidden states
+        calls.clear()
+        logits = tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs,
+                                  reduction="none", fuse_head=False)
+        assert len(calls) > 1
+        calls.clear()
+        np.testing.assert_allclose(fused, logits, rtol=1e-6)
+        tok, per = expected(model, seqs, max_length, stride)
+        np.testing.assert_allclose(fused, per, rtol=1e-6)
+        assert tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs,
+                                fuse_head=True) == pytest.approx(tok, rel=1e-6)
+        calls.clear()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_models_multiply_in_their_own_dtype(ragged, dtype):
+    model = tiny_hf("gemma2", dtype=dtype, final_logit_softcapping=0.5)
+    kw = dict(max_length=32, stride=12, batch_size=3, reduction="none")
+    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
+                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+
+
+def test_labels_padding_and_ignore_index_through_the_head(ragged):
+    model = tiny_hf("llama")
+    labels = [np.where(np.arange(len(s)) < len(s) // 2, -100, s) for s in ragged]  # score the second halves
+    kw = dict(max_length=16, stride=6, batch_size=4, labels=labels, reduction="none")
+    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
+                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+    pad = V - 1
+    kw = dict(max_length=16, stride=16, ignore_index=pad, reduction="none")
+    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
+                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+
+
+def test_an_unknown_logit_map_falls_back_or_fails(ragged):
+    transformers = pytest.importorskip("transformers")
+
+    class Doubled(transformers.LlamaForCausalLM):  # a model that does something else to its logits
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 2
+            return out
+    torch.manual_seed(0)
+    model = Doubled(tiny_hf("llama").config).eval()
+    tok, _ = expected(model, ragged[2:], 16, 8)
+    with pytest.warns(UserWarning, match="differ from its head"):
+        assert tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8) == pytest.approx(tok, rel=1e-6)
+    with pytest.raises(ValueError, match="does not reproduce"):
+        tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8, fuse_head=True)
+
+
+def test_a_body_head_pair(ragged):
+    model = TinyCausalLM().eval()
+
+    def body(ids):  # everything before model.out, then the * 3 folded into the head's weight
+        ids = torch.as_tensor(ids)
+        h = model.tok(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+        return torch.tanh(h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[None, :, None])
+    w, b = (model.out.weight * 3).detach(), (model.out.bias * 3).detach()
+    tok, per = expected(model, ragged, 16, 5)
+    for head in ((w, b), torch.nn.Linear(16, V).requires_grad_(False)):
+        if isinstance(head, torch.nn.Linear):
+            head.weight.copy_(w)
+            head.bias.copy_(b)
+        got = tm.lm_perplexity((body, head), ragged, max_length=16, stride=5, reduction="none")
+        np.testing.assert_allclose(got, per, rtol=1e-6)
+    # NumPy throughout: a function of int64 ids returning float64 hidden states, and a float64 weight
+    np_body = lambda ids: body(torch.from_numpy(ids)).double().detach().numpy()  # noqa: E731
+    got = tm.lm_perplexity((np_body, (w.double().numpy(), b.double().numpy())), ragged, max_length=16, stride=5)
+    assert got == pytest.approx(tok, rel=1e-6)
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(fuse_head=True), ValueError, "cannot be split"),
+    (dict(fuse_head="yes"), TypeError, "fuse_head"),
+    (dict(model=(lambda ids: ids, torch.zeros(V, 4)), fuse_head=False), ValueError, "fuse_head=False"),
+    (dict(model=(lambda ids: ids, torch.zeros(V, 4), None)), TypeError, "pair"),
+    (dict(model=(lambda ids: ids, "head")), TypeError, "head"),
+    (dict(model=("body", torch.zeros(V, 4))), TypeError, "body"),
+    (dict(model=(lambda ids: torch.zeros(ids.shape), torch.zeros(V, 4))), ValueError, "hidden states"),
+    (dict(model=(lambda ids: torch.zeros(*ids.shape, 3), torch.zeros(V, 4))), ValueError, "weight"),
+])
+def test_bad_split_input(kwargs, exc, match):
+    args = dict(model=TinyCausalLM().eval(), token_ids=[np.array([1, 2, 3, 4])], max_length=16)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        tm.lm_perplexity(**args)

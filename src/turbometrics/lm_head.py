@@ -12,7 +12,7 @@ multiplied.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -96,8 +96,22 @@ def _fold_torch(logits, state, t_local, device_cpu: bool, threads: int):
     tl[rows] = logits[rows, t_local[rows]].double()
 
 
-def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, budget=DEFAULT_BUDGET):
+def _mapped(logit_map, logits):
+    """``logit_map(logits)``, checked: an elementwise map keeps the slice's shape and dtype."""
+    out = logit_map(logits)
+    if type(out) is not type(logits) or out.shape != logits.shape or out.dtype != logits.dtype:
+        raise TypeError(f"logit_map must return an array like its input ({type(logits).__name__} "
+                        f"{tuple(logits.shape)} {logits.dtype}); got {type(out).__name__} "
+                        f"{tuple(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}")
+    return out
+
+
+def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None,
+              budget=DEFAULT_BUDGET):
     """Per-token NLL as float64 on the host (0 where not counted) and the counted mask."""
+    if logit_map is not None and not callable(logit_map):
+        raise TypeError(f"logit_map must be callable (an elementwise map of the logits), got "
+                        f"{type(logit_map).__name__}")
     h, w, b, shape, kind = _check_head(hidden, weight, bias)
     vocab = int(w.shape[0])
     t64, counted = V.as_targets(targets, shape, vocab, ignore_index=ignore_index, mask=mask)
@@ -116,9 +130,9 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
         rows = idx[r0:r0 + block]
         t_rows = t64[rows]
         if kind == "numpy":
-            out = _rows_numpy(h[rows], w, b, t_rows, width, threads)
+            out = _rows_numpy(h[rows], w, b, t_rows, width, threads, logit_map)
         else:
-            out = _rows_torch(h, w, b, rows, t_rows, width, threads)
+            out = _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map)
         nll[rows] = out
     return nll.reshape(shape), counted
 
@@ -130,7 +144,7 @@ def _finish(M, S, bad, tl) -> np.ndarray:
     return out
 
 
-def _rows_numpy(hb, w, b, t_rows, width, threads) -> np.ndarray:
+def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
     n = len(t_rows)
     M, S = np.full(n, -np.inf), np.zeros(n)
     bad, tl = np.zeros(n, np.uint8), np.zeros(n)
@@ -141,13 +155,15 @@ def _rows_numpy(hb, w, b, t_rows, width, threads) -> np.ndarray:
         np.matmul(hb, w[v0:v1].T, out=logits)
         if b is not None:
             logits += b[v0:v1]
+        if logit_map is not None:
+            logits = np.ascontiguousarray(_mapped(logit_map, logits))
         _dense.fold_rows(logits[:, None, :], V.F32 if hb.dtype == np.float32 else V.F64, M, S, bad, threads)
         live = np.flatnonzero((t_rows >= v0) & (t_rows < v1))
         tl[live] = logits[live, t_rows[live] - v0]
     return _finish(M, S, bad, tl)
 
 
-def _rows_torch(h, w, b, rows, t_rows, width, threads, torch_fold: bool | None = None) -> np.ndarray:
+def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, torch_fold: bool | None = None) -> np.ndarray:
     """One block of rows from torch tensors; ``torch_fold``: fold with torch ops (the GPU's way;
     default: only off the CPU)."""
     import torch
@@ -169,6 +185,8 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, torch_fold: bool | None =
         for v0 in range(0, w.shape[0], width):
             v1 = min(v0 + width, w.shape[0])
             logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
+            if logit_map is not None:
+                logits = _mapped(logit_map, logits).contiguous()
             _fold_torch(logits, state, t_dev - v0, cpu, threads)
     if cpu:
         return _finish(*state)
@@ -177,7 +195,8 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, torch_fold: bool | None =
 
 
 def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None, ignore_index: int | None = None,
-                          mask: Any = None, *, chunk: int | None = None, num_threads: int | None = None) -> Any:
+                          mask: Any = None, *, chunk: int | None = None, num_threads: int | None = None,
+                          logit_map: Callable[[Any], Any] | None = None) -> Any:
     """``-log_softmax(hidden @ weight.T + bias)[target]`` per position, float64, without the logits.
 
     Equals ``F.cross_entropy(F.linear(hidden, weight, bias), targets, reduction="none")``
@@ -203,6 +222,11 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
         logits within 64 MiB).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
+    logit_map : callable, optional
+        An elementwise map the model applies to its logits after the head,
+        e.g. Gemma 2's soft-capping ``lambda x: torch.tanh(x / 30.0) * 30.0``
+        or a scale. It is given each slice of logits (an ndarray or a tensor
+        of the inputs' dtype) and must return one of the same shape and dtype.
 
     Returns
     -------
@@ -226,12 +250,13 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
     >>> tm.token_nll_from_hidden(h, w, [0, 3]).round(6)  # zero logits: uniform over 4
     array([1.386294, 1.386294])
     """
-    return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads)[0]
+    return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map)[0]
 
 
 def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None,
                            ignore_index: int | None = None, mask: Any = None, reduction: str = "token", *,
-                           chunk: int | None = None, num_threads: int | None = None) -> Any:
+                           chunk: int | None = None, num_threads: int | None = None,
+                           logit_map: Callable[[Any], Any] | None = None) -> Any:
     """Perplexity of ``targets`` under the logits ``hidden @ weight.T + bias``, never materialised.
 
     Equals ``exp(F.cross_entropy(F.linear(hidden, weight, bias), targets))``
@@ -239,7 +264,7 @@ def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = N
 
     Parameters
     ----------
-    hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads
+    hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map
         As in ``token_nll_from_hidden``.
     reduction : {"token", "sequence", "none"}
         As in ``perplexity`` ((N, d) hidden states are one sequence).
@@ -265,5 +290,5 @@ def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = N
     shape = tuple(getattr(hidden, "shape", np.shape(hidden)))
     if len(shape) not in (2, 3):
         raise ValueError(f"hidden must have shape (N, d) or (B, T, d) for a perplexity, got {shape}")
-    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads)
+    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map)
     return Perplexity(reduction=reduction, input="nll").update(nll, mask=counted).compute()

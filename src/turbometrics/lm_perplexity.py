@@ -1,20 +1,26 @@
 """Perplexity of a causal language model over token sequences: batched sliding windows.
 
-The model's logits are reduced to per-token NLL batch by batch by the fused
-kernel (``token_nll``; on the GPU when the logits are there), so memory is
-bounded by one batch of logits and nothing the size of the logits is copied.
+Where the model can be split before its head (Hugging Face causal LMs, or a
+caller's ``(body, head)`` pair: ``_split_model``), the head's input is scored
+by ``lm_head`` a vocabulary slice at a time and the logits are never made.
+Otherwise the model's logits are reduced to per-token NLL batch by batch by
+the fused kernel (``token_nll``; on the GPU when the logits are there), so
+memory is bounded by one batch of logits. Both give the same exact sums.
 """
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from . import _split_model
 from . import _validate as V
 from ._arrays import is_torch, to_host
 from ._exact import ExactSum
 from .language_model import token_nll
+from .lm_head import _head_nll
 
 __all__ = ["lm_perplexity", "windows"]
 
@@ -84,8 +90,9 @@ def _logits_of(output: Any) -> Any:
     return output
 
 
-def _caller(model: Callable, like: Any, device: Any) -> Callable[[np.ndarray], Any]:
-    """A function (B, T) int64 ndarray -> the model's logits, feeding the model what it takes.
+def _caller(model: Callable, like: Any, device: Any, extract: Callable[[Any], Any] = _logits_of
+             ) -> Callable[[np.ndarray], Any]:
+    """A function (B, T) int64 ndarray -> the model's logits (``extract`` of its output), fed as it takes.
 
     A torch module gets a LongTensor on its parameters' device (or ``device``),
     under ``torch.inference_mode()``; another callable gets a LongTensor on
@@ -100,18 +107,38 @@ def _caller(model: Callable, like: Any, device: Any) -> Callable[[np.ndarray], A
 
         def call_module(ids):
             with torch.inference_mode():
-                return _logits_of(model(torch.from_numpy(ids).to(dev)))
+                return extract(model(torch.from_numpy(ids).to(dev)))
         return call_module
     if torch is not None and (is_torch(like) or device is not None):
         dev = device or like.device
-        return lambda ids: _logits_of(model(torch.from_numpy(ids).to(dev)))
-    return lambda ids: _logits_of(model(ids))
+        return lambda ids: extract(model(torch.from_numpy(ids).to(dev)))
+    return lambda ids: extract(model(ids))
+
+
+def _split(model: Any, fuse_head: bool | None, token_ids: Any, device: Any) -> _split_model.Split | None:
+    """The model split before its head, or None for the logits path (an error if fuse_head asks for it)."""
+    if isinstance(model, tuple):
+        if len(model) != 2:
+            raise TypeError(f"model: a tuple must be a (body, head) pair, got {len(model)} items")
+        if fuse_head is False:
+            raise ValueError("fuse_head=False needs a model that returns logits, not a (body, head) pair")
+        body, head = model
+        return _split_model.pair(body, head, lambda f: _caller(f, token_ids, device, _split_model.hidden_of))
+    if fuse_head is False:
+        return None
+    split = _split_model.huggingface(model, device) if "torch" in sys.modules else "torch is not imported"
+    if isinstance(split, str):
+        if fuse_head:
+            raise ValueError(f"fuse_head=True, but the model cannot be split before its head: {split}. "
+                             f"Pass a (body, head) pair, or fuse_head=False")
+        return None
+    return split
 
 
 def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, stride: int | None = None,
                   batch_size: int = 8, ignore_index: int | None = None, reduction: str = "token",
                   *, labels: Any = None, vocab_size: int | None = None, device: Any = None,
-                  progress: bool = False) -> Any:
+                  fuse_head: bool | None = None, progress: bool = False) -> Any:
     """Perplexity of a causal LM on ``token_ids``, with the sliding windows of the transformers guide.
 
     The result is the exact average NLL over the scored tokens. (The guide's
@@ -121,12 +148,16 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
 
     Parameters
     ----------
-    model : callable
+    model : callable or (body, head)
         Maps an integer array (B, T) to logits (B, T, V): a PyTorch module
         (CPU or CUDA; it gets a LongTensor on its own device and runs under
-        ``inference_mode``), a Hugging Face causal LM (``.logits`` of its
-        output is used), or any function (it gets an int64 ndarray, or a
-        tensor when ``token_ids`` is one).
+        ``inference_mode``), a Hugging Face causal LM (scored without its
+        logits: see ``fuse_head``), or any function (it gets an int64
+        ndarray, or a tensor when ``token_ids`` is one). Or a pair
+        ``(body, head)``: ``body`` maps ids to the head's input (B, T, d)
+        (called like a model; ``.last_hidden_state`` of its output is used if
+        it has one), ``head`` is a ``torch.nn.Linear``, a ``(weight, bias)``
+        pair or a weight (V, d); scored as ``perplexity_from_hidden``.
     token_ids : array-like or list of sequences
         One sequence, a (B, T) batch, or a list of sequences of any lengths
         (right-padded here, padding masked).
@@ -154,6 +185,15 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     device : torch device, optional
         Where the model's input goes (default: a module's parameters' device,
         or where ``token_ids`` are for a tensor).
+    fuse_head : bool, optional
+        Score the head's input with ``perplexity_from_hidden`` (logits a
+        vocabulary slice at a time, never the (B, T, V) batch) instead of the
+        model's logits. Default (None): for Hugging Face causal LMs
+        (``base_model``'s last hidden state, ``get_output_embeddings()``, and
+        the logit scaling and soft-capping their forward applies), checked
+        against the model's own logits on a short probe first (a warning and
+        the logits path if they differ). True: the same, an error if the model
+        cannot be split. False: the model's logits. Same windows, same sums.
     progress : bool
         A tqdm bar over batches.
 
@@ -174,8 +214,11 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     8.0
     """
     V.check_choice(reduction, "reduction", LM_REDUCTIONS)
-    if not callable(model):
-        raise TypeError(f"model must be callable (B, T) ids -> (B, T, V) logits, got {type(model).__name__}")
+    if fuse_head is not None and not isinstance(fuse_head, bool):
+        raise TypeError(f"fuse_head must be True, False or None, got {fuse_head!r}")
+    if not callable(model) and not isinstance(model, tuple):
+        raise TypeError(f"model must be callable (B, T) ids -> (B, T, V) logits, or a (body, head) pair; "
+                        f"got {type(model).__name__}")
     max_length = V.check_int(max_length, "max_length")
     if max_length < 2:
         raise ValueError(f"max_length must be >= 2 (a token of context and one to score), got {max_length}")
@@ -189,7 +232,10 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
         V.check_int(ignore_index, "ignore_index")
     seqs = _sequences(token_ids, ignore_index)
     targets_of = seqs if labels is None else _labels(labels, seqs)
-    call = _caller(model, token_ids, device)
+    split = _split(model, fuse_head, token_ids, device)
+    call = None if split is not None and split.source == "pair" else _caller(model, token_ids, device)
+    if vocab_size is None and split is not None:
+        vocab_size = int(split.weight.shape[0])
     if vocab_size is None:
         vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
     if vocab_size is None:  # a one-token probe: ids are checked before the model sees them
@@ -200,6 +246,19 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     _check_vocab(seqs, V.check_int(vocab_size, "vocab_size"), ignore_index)
     if labels is not None:
         _check_vocab(targets_of, vocab_size, _IGNORE, "labels")
+    if split is not None and split.source == "huggingface":
+        probe = seqs[0][:16].copy()[None]
+        if ignore_index is not None:
+            probe[probe == ignore_index] = 0
+        why = _split_model.verify(model, split, call, probe)
+        if why is not None:
+            if fuse_head:
+                raise ValueError(f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
+                                 f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
+                                 f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair")
+            warnings.warn(f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}",
+                          stacklevel=2)
+            split = None
 
     plan = [w for i, s in enumerate(seqs) for w in windows(len(s), max_length, stride, i)]
     sums = [ExactSum() for _ in seqs]
@@ -210,10 +269,16 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     for start in tqdm(batches, desc="lm_perplexity", unit="batch", disable=not progress):
         batch = plan[start:start + batch_size]
         ids, targets = _batch(seqs, targets_of, batch, ignore_index)
-        logits = call(ids)
-        _check_logits(logits, ids.shape)
-        nll = np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
-        del logits  # before the next forward pass: one batch of logits alive at a time
+        if split is not None:
+            hidden = split.body(ids)
+            _check_logits(hidden, ids.shape, "hidden states (B, T, d)")
+            nll = _head_nll(hidden, split.weight, targets, split.bias, _IGNORE, None, None, None, split.logit_map)[0]
+            del hidden
+        else:
+            logits = call(ids)
+            _check_logits(logits, ids.shape)
+            nll = np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
+            del logits  # before the next forward pass: one batch of logits alive at a time
         scored = targets != _IGNORE
         for row, w in enumerate(batch):
             sums[w.seq].add(nll[row][scored[row]])
@@ -272,8 +337,8 @@ def _check_vocab(seqs: list[np.ndarray], vocab_size: int, ignore_index: int | No
                              f"{vocab_size} (the model's logits)")
 
 
-def _check_logits(logits: Any, shape: tuple) -> None:
+def _check_logits(logits: Any, shape: tuple, what: str = "logits of shape (B, T, V)") -> None:
     got = tuple(getattr(logits, "shape", ()))
     if len(got) != 3 or got[:2] != tuple(shape):
-        raise ValueError(f"model must return logits of shape (B, T, V) = ({shape[0]}, {shape[1]}, V) "
+        raise ValueError(f"model must return {what} = ({shape[0]}, {shape[1]}, ...) "
                          f"for input ids of shape {tuple(shape)}; got shape {got}")

@@ -1,0 +1,131 @@
+"""A causal LM split before its head: the body (ids -> hidden states) and the head's weight.
+
+``lm_perplexity`` scores such a split with ``lm_head._head_nll``, so the
+(batch, tokens, vocabulary) logits are never made. Two sources:
+
+- a Hugging Face causal LM: ``model.base_model`` gives the last hidden state
+  (after the final norm), ``model.get_output_embeddings()`` the head (a
+  ``torch.nn.Linear``, tied or not). The logit maps Hugging Face applies after
+  the head are reproduced in its operation order: ``logit_scale`` (Cohere:
+  a product), ``logits_scaling`` (Granite: a quotient),
+  ``final_logit_softcapping`` (Gemma 2 and later: ``tanh(x / c) * c``).
+  Anything else a model does to its logits is caught by ``verify``, which
+  compares the split with the model's own logits on a short probe.
+- a caller's ``(body, head)`` pair, taken as given.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ._arrays import is_torch
+
+
+class Split(NamedTuple):
+    body: Callable[[np.ndarray], Any]  # (B, T) int64 ids -> hidden states (B, T, d)
+    weight: Any                        # (V, d)
+    bias: Any                          # (V,) or None
+    logit_map: Callable[[Any], Any] | None
+    source: str                        # "huggingface" or "pair"
+
+
+def hidden_of(output: Any) -> Any:
+    """The hidden states in a body's output: ``.last_hidden_state``, a tuple's first item, or the array."""
+    if hasattr(output, "last_hidden_state"):
+        return output.last_hidden_state
+    if isinstance(output, (tuple, list)) and output:
+        return output[0]
+    return output
+
+
+def _logit_map(model: Any) -> Callable[[Any], Any] | None:
+    """The maps Hugging Face's ``*ForCausalLM.forward`` applies to ``lm_head``'s output, in its order."""
+    cfg = model.config
+    steps = []
+    scale = getattr(model, "logit_scale", None)
+    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        steps.append(lambda x, s=scale: x * s)
+    divisor = getattr(cfg, "logits_scaling", None)
+    if divisor is not None and divisor != 1:
+        steps.append(lambda x, s=divisor: x / s)
+    cap = getattr(cfg, "final_logit_softcapping", None)
+    if cap is not None:
+        import torch
+        steps.append(lambda x, c=cap: torch.tanh(x / c) * c)
+    if not steps:
+        return None
+
+    def logit_map(x):
+        for step in steps:
+            x = step(x)
+        return x
+    return logit_map
+
+
+def huggingface(model: Any, device: Any) -> Split | str:
+    """The split of a Hugging Face causal LM, or why there is none."""
+    import torch
+
+    get = getattr(model, "get_output_embeddings", None)
+    if not isinstance(model, torch.nn.Module) or get is None or not hasattr(model, "config"):
+        return "it is not a Hugging Face model (a torch module with get_output_embeddings() and a config)"
+    head = get()
+    if not isinstance(head, torch.nn.Linear):
+        return f"its output embeddings are {type(head).__name__}, not a torch.nn.Linear"
+    base = getattr(model, "base_model", None)
+    if not isinstance(base, torch.nn.Module) or base is model:
+        return "it has no base model (base_model_prefix) to stop before the head"
+    if getattr(model.config, "pretraining_tp", 1) not in (None, 1):
+        return f"config.pretraining_tp={model.config.pretraining_tp} splits the head's multiply"
+    params = inspect.signature(base.forward).parameters
+    kwargs = {"use_cache": False} if "use_cache" in params else {}  # no KV cache is needed to score
+    dev = device or head.weight.device
+
+    def body(ids: np.ndarray):
+        with torch.inference_mode():
+            out = hidden_of(base(input_ids=torch.from_numpy(ids).to(dev), **kwargs))
+        return out.to(head.weight.device)  # a model split over devices: the head's own
+    return Split(body, head.weight.detach(), None if head.bias is None else head.bias.detach(),
+                 _logit_map(model), "huggingface")
+
+
+def pair(body: Callable, head: Any, call: Callable[[Callable], Callable[[np.ndarray], Any]]) -> Split:
+    """A caller's ``(body, head)``: head a ``torch.nn.Linear``, a ``(weight, bias)`` pair or a weight."""
+    if not callable(body):
+        raise TypeError(f"model: the body of a (body, head) pair must be callable, got {type(body).__name__}")
+    if hasattr(head, "weight") and hasattr(head, "in_features"):  # torch.nn.Linear
+        weight, bias = head.weight.detach(), None if head.bias is None else head.bias.detach()
+    elif isinstance(head, (tuple, list)) and len(head) == 2:
+        weight, bias = head
+    elif hasattr(head, "shape"):
+        weight, bias = head, None
+    else:
+        raise TypeError(f"model: the head of a (body, head) pair must be a torch.nn.Linear, (weight, bias) or "
+                        f"a weight (V, d); got {type(head).__name__}")
+    if is_torch(weight):
+        weight = weight.detach()
+    return Split(call(body), weight, bias, None, "pair")
+
+
+def verify(model: Any, split: Split, call_model: Callable[[np.ndarray], Any], probe: np.ndarray) -> str | None:
+    """None if the split gives the model's own logits on ``probe`` (to a few ulps), else what differs."""
+    import torch
+    import torch.nn.functional as F
+
+    full = call_model(probe)
+    with torch.inference_mode():
+        mine = F.linear(split.body(probe), split.weight, split.bias)
+        if split.logit_map is not None:
+            mine = split.logit_map(mine)
+    if tuple(full.shape) != tuple(mine.shape):
+        return f"the head gives logits of shape {tuple(mine.shape)}, the model {tuple(full.shape)}"
+    eps = torch.finfo(full.dtype).eps if full.dtype.is_floating_point else 0.0
+    full, mine = full.detach().float().cpu(), mine.float().cpu()
+    scale = float(full.abs().max())
+    diff = float((full - mine).abs().max())
+    if not diff <= 4 * eps * max(scale, 1.0):
+        return (f"on a {probe.shape[1]}-token probe its logits differ from its head applied to its base model's last "
+                f"hidden state by up to {diff:.3g} (logits up to {scale:.3g})")
+    return None
