@@ -88,6 +88,7 @@ def test_perplexity_from_hidden_time_and_memory(benchmark, impl):
 
 
 LM = ("lm_case", (8192,)) if not QUICK else ("lm_case", (2048, 8000, 512, 256))
+LM_HEAD = (8192,) if not QUICK else (1024, 32000, 64, 256, 2)
 
 
 @only_cases
@@ -98,3 +99,15 @@ def test_lm_perplexity_time_and_memory(benchmark, impl):
     res = benchmark.pedantic(_bench.measure_in_subprocess, args=(*LM, impl), rounds=1, iterations=1)
     name = getattr(_bench, LM[0])(*LM[1]).name
     benchmark.extra_info.update(kind="lm", case=name, impl=impl, **res)
+
+
+@only_cases
+@pytest.mark.skipif(not _bench.have("transformers"), reason="the tiny Llama is a transformers model")
+@pytest.mark.parametrize("impl", ["turbometrics", "turbometrics on the logits (fuse_head=False)",
+                                  "transformers guide loop"])
+def test_lm_perplexity_through_the_head_time_and_memory(benchmark, impl):
+    """lm_perplexity of a Hugging Face model without its logits, against its logits, each in a fresh process."""
+    benchmark.group = "lm_perplexity through the head"
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("lm_head_case", LM_HEAD, impl), rounds=1,
+                             iterations=1)
+    benchmark.extra_info.update(kind="lm", case=_bench.lm_head_case(*LM_HEAD).name, impl=impl, **res)

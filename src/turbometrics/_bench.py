@@ -455,30 +455,66 @@ def lm_case(n_tokens: int = 8192, vocab: int = 50257, max_length: int = 1024, st
     c.impls["turbometrics"] = Impl(lambda d: tm.lm_perplexity(d["model"], d["ids"], max_length, stride,
                                                               batch_size=1), "ours")
 
-    def guide(d):
-        torch = _torch()
-        F = torch.nn.functional
-        ids = torch.from_numpy(d["ids"])[None]
-        nll_sum, n_tokens_, prev_end = 0.0, 0, 0
-        for begin in range(0, ids.size(1), stride):
-            end = min(begin + max_length, ids.size(1))
-            trg_len = end - prev_end
-            inp = ids[:, begin:end]
-            target = inp.clone()
-            target[:, :-trg_len] = -100
-            with torch.no_grad():
-                logits = d["model"](inp)
-                loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)).float(),
-                                       target[:, 1:].reshape(-1), ignore_index=-100)  # what HF's loss does
-            n = int((target != -100).sum()) - target.size(0)
-            nll_sum += float(loss) * n
-            n_tokens_ += n
-            prev_end = end
-            if end == ids.size(1):
-                break
-        return float(np.exp(nll_sum / n_tokens_))
     if have("torch"):
-        c.impls["transformers guide loop"] = Impl(guide, "torch")
+        c.impls["transformers guide loop"] = Impl(lambda d: _guide_loop(d["model"], d["ids"], max_length, stride),
+                                                  "torch")
+    return c
+
+
+def _guide_loop(model, ids_np: np.ndarray, max_length: int, stride: int) -> float:
+    """The transformers guide's perplexity loop: one window per forward, HF's mean loss per window."""
+    torch = _torch()
+    F = torch.nn.functional
+    ids = torch.from_numpy(ids_np)[None]
+    nll_sum, n_tokens, prev_end = 0.0, 0, 0
+    for begin in range(0, ids.size(1), stride):
+        end = min(begin + max_length, ids.size(1))
+        trg_len = end - prev_end
+        inp = ids[:, begin:end]
+        target = inp.clone()
+        target[:, :-trg_len] = -100
+        with torch.no_grad():
+            logits = model(inp)
+            logits = getattr(logits, "logits", logits)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)).float(),
+                                   target[:, 1:].reshape(-1), ignore_index=-100)  # what HF's loss does
+        n = int((target != -100).sum()) - target.size(0)
+        nll_sum += float(loss) * n
+        n_tokens += n
+        prev_end = end
+        if end == ids.size(1):
+            break
+    return float(np.exp(nll_sum / n_tokens))
+
+
+def _tiny_llama(vocab: int, d: int, max_len: int):
+    """A two-layer Llama-style Hugging Face model (untied head) from a config: no download."""
+    import transformers
+    torch = _torch()
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=vocab, hidden_size=d, intermediate_size=2 * d, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_len,
+                                   tie_word_embeddings=False, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+def lm_head_case(n_tokens: int = 8192, vocab: int = 128256, d: int = 256, max_length: int = 1024,
+                 batch_size: int = 4) -> Case:
+    """lm_perplexity of a tiny Llama-style model (Hugging Face) through the head's input against its logits path
+    (one batch of (batch_size, max_length, vocab) f32 logits) and the guide's loop; plain chunks."""
+    def setup():
+        return {"model": _tiny_llama(vocab, d, max_length),
+                "ids": np.random.default_rng(0).integers(0, vocab, n_tokens)}
+
+    c = Case(f"lm_perplexity, tiny Llama (d={d}), {n_tokens:,} tokens, batches of {batch_size} x {max_length} "
+             f"over V={vocab:,}", setup)
+    c.impls["turbometrics"] = Impl(lambda d_: tm.lm_perplexity(d_["model"], d_["ids"], max_length,
+                                                               batch_size=batch_size, fuse_head=True), "ours")
+    c.impls["turbometrics on the logits (fuse_head=False)"] = Impl(
+        lambda d_: tm.lm_perplexity(d_["model"], d_["ids"], max_length, batch_size=batch_size, fuse_head=False),
+        "variant")
+    c.impls["transformers guide loop"] = Impl(lambda d_: _guide_loop(d_["model"], d_["ids"], max_length,
+                                                                     max_length), "torch")
     return c
 
 
