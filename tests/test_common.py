@@ -81,6 +81,28 @@ def _nll_inputs(rng):
     return (rng.exponential(2.0, (b, t)),), {"mask": rng.random((b, t)) < 0.8}
 
 
+def _hidden_inputs(rng):
+    """An LM head's input and weight (float64, ties), sometimes large logits, sometimes a bias."""
+    shape = (int(rng.integers(1, 4)), int(rng.integers(1, 7))) if rng.random() < 0.6 else (int(rng.integers(1, 9)),)
+    d, v = int(rng.integers(1, 6)), int(rng.integers(2, 40))
+    h = np.round(rng.standard_normal((*shape, d)) * 2) / 2
+    w = np.round(rng.standard_normal((v, d)) * 2) / 2 * rng.choice([1, 8, 30])  # logits up to the hundreds
+    targets = rng.integers(0, v, shape)
+    targets[rng.random(shape) < 0.25] = -100  # padding
+    kw = {"ignore_index": -100}
+    if rng.random() < 0.5:
+        kw["bias"] = rng.standard_normal(v)
+    return (h, w, targets), kw
+
+
+def _torch_linear(a, kw):
+    """(logits from torch's F.linear, targets, ignore_index): the head as PyTorch computes it, float64."""
+    b = kw.get("bias")
+    logits = torch.nn.functional.linear(torch.from_numpy(a[0]), torch.from_numpy(a[1]),
+                                        None if b is None else torch.from_numpy(b))
+    return logits.numpy(), a[2], kw["ignore_index"]
+
+
 def _sentence(rng, lo=0, hi=12):
     return " ".join(rng.choice(TEXT_WORDS, int(rng.integers(lo, hi)))).strip()
 
@@ -216,6 +238,13 @@ METRICS = [
     Row("perplexity_from_nll", tm.perplexity_from_nll, slow.perplexity_from_nll, _nll_inputs, [],
         metric=lambda kw: tm.metrics.Perplexity(input="nll", reduction="token"), rtol=1e-12, threads=False,
         arrays=(0,)),
+    Row("token_nll_from_hidden", tm.token_nll_from_hidden, slow.token_nll_from_hidden, _hidden_inputs,
+        [((_L, np.zeros((3, 4), np.float32), _LT + 3), {}), ((_L, np.zeros((3, 5), np.float32), _LT), {}),
+         ((_L, np.zeros((3, 4), np.float32), _LT[:, :1]), {})],
+        lambda a, kw: _torch_nll(*_torch_linear(a, kw)), "torch", rtol=1e-9, oracle_rtol=1e-9, arrays=(2,)),
+    Row("perplexity_from_hidden", tm.perplexity_from_hidden, slow.perplexity_from_hidden, _hidden_inputs,
+        [((_L, np.zeros((3, 4), np.float32), _LT + 3), {}), ((_L, np.zeros((3, 5), np.float32), _LT), {})],
+        lambda a, kw: _torch_ppl(*_torch_linear(a, kw)), "torch", rtol=1e-9, oracle_rtol=1e-9, arrays=(2,)),
     Row("corpus_bleu", tm.corpus_bleu, slow.corpus_bleu, _text_inputs, _TEXT_BAD,
         lambda a, kw: _sacrebleu("corpus_bleu")(*a), "sacrebleu", metric=lambda kw: tm.metrics.BLEU(**kw)),
     Row("sentence_bleu", tm.sentence_bleu, slow.sentence_bleu,
@@ -393,7 +422,8 @@ def test_every_input_type_gives_the_same_result(row):
 
 def test_every_public_metric_has_a_row():
     metrics = {"topk_accuracy", "mean_reciprocal_rank", "target_rank", "topk", "token_nll", "perplexity",
-               "perplexity_from_log_probs", "perplexity_from_probs", "perplexity_from_nll", "corpus_bleu",
+               "perplexity_from_log_probs", "perplexity_from_probs", "perplexity_from_nll", "token_nll_from_hidden",
+               "perplexity_from_hidden", "corpus_bleu",
                "sentence_bleu", "segment_bleu", "corpus_chrf", "sentence_chrf", "segment_chrf", "corpus_ter",
                "sentence_ter", "segment_ter", "rouge",
                "lcs_length", "tokenize"}

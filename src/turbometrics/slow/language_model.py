@@ -111,3 +111,21 @@ def perplexity_from_nll(nll, mask=None, reduction="token"):
     nll = _as_batch(nll, 2)
     mask = None if mask is None else _as_batch(mask, 2)
     return _reduce(nll, _counted(nll, None, mask), reduction)
+
+
+def _linear(hidden, weight, bias):
+    """hidden [...][d] times weight [V][d] (plus bias [V]): the logits [...][V], one dot product each."""
+    if hidden and isinstance(hidden[0], (list, tuple)):
+        return [_linear(h, weight, bias) for h in hidden]
+    bias = [0.0] * len(weight) if bias is None else bias
+    return [sum(x * y for x, y in zip(hidden, w, strict=True)) + b for w, b in zip(weight, bias, strict=True)]
+
+
+def token_nll_from_hidden(hidden, weight, targets, bias=None, ignore_index=None, mask=None):
+    nll = token_nll(_linear(hidden, weight, bias), targets, ignore_index, mask)
+    one_sequence = not (hidden and hidden[0] and isinstance(hidden[0][0], (list, tuple)))
+    return nll[0] if one_sequence else nll
+
+
+def perplexity_from_hidden(hidden, weight, targets, bias=None, ignore_index=None, mask=None, reduction="token"):
+    return perplexity(_linear(hidden, weight, bias), targets, ignore_index, mask, reduction)
