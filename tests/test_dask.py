@@ -69,3 +69,21 @@ def test_accumulate_and_bad_input():
         tm.dask.accumulate(bag, tm.metrics.BLEU(), lambda a, p: None, split_every=1)
     with pytest.raises(TypeError, match="accumulator"):
         tm.dask.accumulate(bag, "BLEU", lambda a, p: None)
+
+
+def test_perplexity_from_hidden_on_cluster(client):
+    rng = np.random.default_rng(3)
+    hidden = rng.standard_normal((12, 9, 16))
+    weight = rng.standard_normal((500, 16)) * 0.5
+    bias = rng.standard_normal(500)
+    targets = rng.integers(0, 500, (12, 9))
+    targets[3, 5:] = -100
+    mask = rng.random((12, 9)) < 0.9
+    blocks = [(hidden[i:i + 3], targets[i:i + 3], mask[i:i + 3]) for i in range(0, 12, 3)]
+    bag = db.from_sequence(blocks, npartitions=3)
+    for reduction in ("token", "sequence", "none"):
+        got = tm.dask.perplexity_from_hidden(bag, weight, bias, ignore_index=-100, reduction=reduction, chunk=128)
+        np.testing.assert_allclose(got, tm.perplexity_from_hidden(hidden, weight, targets, bias, ignore_index=-100,
+                                                                  mask=mask, reduction=reduction), rtol=1e-14)
+    with pytest.raises(ValueError, match="bag items"):
+        tm.dask.perplexity_from_hidden(db.from_sequence([hidden[:2]]), weight)

@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 from . import metrics as M
 from ._metric import Metric
 
-__all__ = ["accumulate", "corpus_bleu", "corpus_chrf", "rouge", "perplexity", "topk_accuracy"]
+__all__ = ["accumulate", "corpus_bleu", "corpus_chrf", "rouge", "perplexity", "perplexity_from_hidden",
+           "topk_accuracy"]
 
 
 def _dask():
@@ -41,9 +42,9 @@ def _partitions(collection: Any) -> list:
     return list(collection.to_delayed())
 
 
-def _fill(accumulator: Metric, part: Any, update: Callable) -> Metric:
+def _fill(accumulator: Metric, part: Any, update: Callable, *shared: Any) -> Metric:
     acc = copy.deepcopy(accumulator).reset()
-    update(acc, part)
+    update(acc, part, *shared)
     return acc
 
 
@@ -54,20 +55,23 @@ def _merge(*states: Metric) -> Metric:
     return out
 
 
-def accumulate(collection: Any, accumulator: Metric, update: Callable[[Any, Any], Any], *,
-               split_every: int = 8, **compute_kwargs: Any) -> Metric:
-    """Fill a copy of ``accumulator`` per partition with ``update(acc, partition)``; merge; return it.
+def accumulate(collection: Any, accumulator: Metric, update: Callable[..., Any], *,
+               split_every: int = 8, shared: tuple = (), **compute_kwargs: Any) -> Metric:
+    """Fill a copy of ``accumulator`` per partition with ``update(acc, partition, *shared)``; merge; return it.
 
     ``partition`` is what Dask holds (a list of items for a bag, a pandas
-    DataFrame for a dataframe). States are merged ``split_every`` at a time in
-    partition order. ``compute_kwargs`` go to ``dask.compute`` (``scheduler=``...).
+    DataFrame for a dataframe). ``shared`` holds what every partition needs
+    (an LM head's weight): one graph key each, sent to a worker once, not
+    once per task. States are merged ``split_every`` at a time in partition
+    order. ``compute_kwargs`` go to ``dask.compute`` (``scheduler=``...).
     """
     dask = _dask()
     if not isinstance(accumulator, Metric):
         raise TypeError(f"accumulator must be a tm.metrics accumulator, got {type(accumulator).__name__}")
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
-    states = [dask.delayed(_fill)(accumulator, p, update) for p in _partitions(collection)]
+    keys = [dask.delayed(x, pure=True) for x in shared]
+    states = [dask.delayed(_fill)(accumulator, p, update, *keys) for p in _partitions(collection)]
     if not states:
         return copy.deepcopy(accumulator).reset()
     while len(states) > 1:
@@ -135,6 +139,30 @@ def _array_update(acc, part):
 def perplexity(collection: Any, **options: Any):
     """``tm.perplexity`` over a bag of (logits, targets) or (logits, targets, mask) blocks."""
     return accumulate(collection, M.Perplexity(**options), _array_update).compute()
+
+
+def perplexity_from_hidden(collection: Any, weight: Any, bias: Any = None, *, ignore_index: int | None = None,
+                           reduction: str = "token", chunk: int | None = None,
+                           logit_map: Callable[[Any], Any] | None = None):
+    """``tm.perplexity_from_hidden`` over a bag of (hidden, targets) or (hidden, targets, mask) blocks.
+
+    The head's ``weight`` (and ``bias``) go to each worker once; each block's
+    logits are made a slice at a time where the block lives. Per-token NLLs
+    are those of the single-process function (the same kernels; a BLAS may
+    round a dot product differently for another block size, so to about
+    1e-15), summed exactly.
+    """
+    from .lm_head import _head_nll
+
+    def update(acc, part, w, b):
+        for item in part:
+            if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+                raise ValueError("bag items must be (hidden, targets) or (hidden, targets, mask) blocks")
+            nll, counted = _head_nll(item[0], w, item[1], b, ignore_index, item[2] if len(item) == 3 else None,
+                                     chunk, None, logit_map)
+            acc.update(nll, mask=counted)
+    return accumulate(collection, M.Perplexity(reduction=reduction, input="nll"), update,
+                      shared=(weight, bias)).compute()
 
 
 def topk_accuracy(collection: Any, **options: Any):
