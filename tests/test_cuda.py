@@ -38,6 +38,8 @@ PTX = textwrap.dedent("""
             for group in (K.TPB, 32):  # a block per row, a warp per row
                 g = K.kernels(widen, group)
                 jobs.append(("nll_rows", g["nll_rows"], f"void({T}[:, ::1], int64[::1], float64[::1])"))
+                jobs.append(("fold_rows", g["fold_rows"], f"void({T}[:, ::1], int64[::1], int64, float64[::1], "
+                             "float64[::1], int64[::1], float64[::1])"))
                 jobs.append(("rank_rows", g["rank_rows"],
                              f"void({T}[:, ::1], int64[::1], boolean, boolean, int64[::1])"))
             if widen != K.WIDEN_F64:

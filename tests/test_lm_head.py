@@ -80,13 +80,6 @@ def test_torch_tensors_multiply_in_their_own_dtype(rng, dtype):
     expected = float(torch.exp(oracle(th, tw, t, tb)))  # the logits rounded to dtype, as the model's
     got = tm.perplexity_from_hidden(th, tw, tt, tb, ignore_index=-100, chunk=300)
     assert got == pytest.approx(expected, rel=1e-5)
-    # the torch-ops fold (the GPU's way) agrees with the kernel's, here on CPU tensors
-    rows = np.flatnonzero(t.reshape(-1) != -100)
-    tr = t.reshape(-1)[rows]
-    flat = th.reshape(-1, th.shape[-1])
-    kernel = lm_head._rows_torch(flat, tw, tb, rows, tr, 300, 1)
-    torch_ops = lm_head._rows_torch(flat, tw, tb, rows, tr, 300, 1, torch_fold=True)
-    np.testing.assert_allclose(torch_ops, kernel, rtol=1e-6)
 
 
 def test_memory_stays_a_slice(rng, monkeypatch):
@@ -99,7 +92,7 @@ def test_memory_stays_a_slice(rng, monkeypatch):
         return real(x, *a)
 
     monkeypatch.setattr(lm_head._dense, "fold_rows", spy)
-    lm_head._head_nll(h, w, t, None, -100, None, None, 1, budget=40 * 1024 * 4)
+    tm.token_nll_from_hidden(h, w, t, ignore_index=-100, max_bytes=40 * 1024 * 4)
     assert max(s[0] * s[2] for s in seen) * 4 <= 40 * 1024 * 4 and len(seen) > 1
 
 
@@ -110,6 +103,12 @@ def test_memory_stays_a_slice(rng, monkeypatch):
     (lambda h, w, t: tm.perplexity_from_hidden(h, w, t + 10_000), ValueError, r"targets must lie in \[0, 100\)"),
     (lambda h, w, t: tm.perplexity_from_hidden(h, w, t[:3]), ValueError, "targets has shape"),
     (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, chunk=0), ValueError, "chunk"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, max_bytes=0), ValueError, "max_bytes"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map="tanh"), TypeError, "logit_map must be callable"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x[:, :1]), TypeError,
+     "logit_map must return"),
+    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x.astype(np.float64)), TypeError,
+     "logit_map must return"),
     (lambda h, w, t: tm.perplexity_from_hidden(h.astype(np.float16), w.astype(np.float16), t), TypeError,
      "float32 or float64"),
     (lambda h, w, t: tm.perplexity_from_hidden(torch.from_numpy(h), w, t), TypeError, "torch tensors"),
@@ -122,3 +121,20 @@ def test_bad_input(rng, call, exc, match):
     w = rng.standard_normal((100, 4)).astype(np.float32)
     with pytest.raises(exc, match=match):
         call(h, w, rng.integers(0, 100, 6))
+
+
+def test_logit_map_soft_capping(rng):
+    """Gemma 2's soft-capping applied to each slice equals it applied to the whole logits."""
+    h, w, b, t = data(rng, shape=(2, 30), d=16, V=900, dtype=np.float64, scale=3.0)
+    cap = 5.0
+    logits = np.tanh((h @ w.T + b) / cap) * cap
+    expected = tm.perplexity(logits, t, ignore_index=-100)
+    got = tm.perplexity_from_hidden(h, w, t, b, ignore_index=-100, chunk=256,
+                                    logit_map=lambda x: np.tanh(x / cap) * cap)
+    assert got == pytest.approx(expected, rel=1e-12)
+    th, tw, tb = (torch.from_numpy(x).float() for x in (h, w, b))
+    capped = torch.tanh(F.linear(th, tw, tb) / cap) * cap
+    expected = float(torch.exp(F.cross_entropy(capped.reshape(-1, 900).double(), torch.from_numpy(t).reshape(-1))))
+    got = tm.perplexity_from_hidden(th, tw, t, tb, ignore_index=-100, chunk=256,
+                                    logit_map=lambda x: torch.tanh(x / cap) * cap)
+    assert got == pytest.approx(expected, rel=1e-6)

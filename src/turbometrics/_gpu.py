@@ -73,7 +73,7 @@ class Rows:
 def device_rows(x: Any, name: str) -> Rows:
     """Validate a float (N, C) or (B, T, C) array and view it on the device as (rows, C)."""
     cuda, K = _cuda()
-    if is_torch(x):
+    if is_torch(x) and not (K.SIM and x.device.type == "cpu"):  # the simulator has no CUDA torch: host path
         import torch
 
         t = x.detach()
@@ -224,3 +224,30 @@ def lcs(a: np.ndarray, a_off: np.ndarray, b: np.ndarray, b_off: np.ndarray) -> n
     K.lcs_pairs[(n + threads - 1) // threads, threads](cuda.to_device(a), cuda.to_device(a_off), cuda.to_device(b),
                                                        cuda.to_device(b_off), cuda.to_device(row_off), rows, out)
     return out.copy_to_host()
+
+
+class HeadFold:
+    """Rows' running log-sum-exp on the device, one logits slice at a time (``lm_head`` on a GPU).
+
+    The state is the CPU fold's (max, sum, NaN/+inf count, target logit) in
+    float64, on the device until ``result`` brings it to the host.
+    """
+
+    def __init__(self, targets: np.ndarray):
+        self.targets = np.ascontiguousarray(targets, dtype=np.int64)
+        self.state: tuple | None = None
+        self.t_dev = None
+
+    def add(self, logits: Any, v0: int) -> None:
+        """Fold ``logits`` (rows, width), the vocabulary's columns [v0, v0 + width)."""
+        rows = device_rows(logits, "logits")
+        if self.state is None:
+            n = len(self.targets)
+            self.t_dev = _upload(rows, self.targets)
+            self.state = (_upload(rows, np.full(n, -np.inf)), _upload(rows, np.zeros(n)),
+                          _upload(rows, np.zeros(n, np.int64)), _upload(rows, np.zeros(n)))
+        _launch_rows("fold_rows", rows, self.t_dev, v0, *self.state)
+
+    def result(self) -> tuple:
+        """(max, sum, bad, target logit) as host arrays."""
+        return tuple(a.copy_to_host() for a in self.state)

@@ -21,7 +21,8 @@ from ._arrays import is_torch
 from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity
 
-DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice)
+DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
+GPU_BUDGET_MAX = 1 << 30   # on a GPU: a quarter of the free memory, at most this (wide slices keep cuBLAS busy)
 _MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
 
 
@@ -75,27 +76,6 @@ def _plan(rows: int, vocab: int, itemsize: int, chunk: int | None, budget: int) 
     return max(1, min(rows, budget // (chunk * itemsize))), chunk
 
 
-def _fold_torch(logits, state, t_local, device_cpu: bool, threads: int):
-    """Fold a (rows, slice) logits tensor into the rows' state: our kernel on the CPU, torch on a GPU."""
-    import torch
-
-    M, S, bad, tl = state
-    live = (t_local >= 0) & (t_local < logits.shape[1])
-    if device_cpu:
-        x = logits if logits.dtype != torch.bfloat16 else logits.view(torch.int16)
-        code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
-        _dense.fold_rows(x.numpy()[:, None, :], code[logits.dtype], M, S, bad, threads)
-        idx = np.flatnonzero(live)
-        if idx.size:
-            tl[idx] = logits[torch.from_numpy(idx), torch.from_numpy(t_local[idx])].double().numpy()
-        return
-    # on a GPU: log-sum-exp of the slice in float32, joined to the running one in float64
-    lse = torch.logsumexp(logits.float(), dim=1).double()
-    M.copy_(torch.logaddexp(M, lse))
-    rows = torch.nonzero(live).reshape(-1)
-    tl[rows] = logits[rows, t_local[rows]].double()
-
-
 def _mapped(logit_map, logits):
     """``logit_map(logits)``, checked: an elementwise map keeps the slice's shape and dtype."""
     out = logit_map(logits)
@@ -106,8 +86,22 @@ def _mapped(logit_map, logits):
     return out
 
 
+def _budget(h, kind: str, max_bytes: int | None) -> int:
+    """Bytes of logits to hold at once: the caller's, else 64 MiB on the CPU, else from the GPU's free memory."""
+    if max_bytes is not None:
+        max_bytes = V.check_int(max_bytes, "max_bytes")
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        return max_bytes
+    if kind == "torch" and h.device.type == "cuda":
+        import torch
+        free, _ = torch.cuda.mem_get_info(h.device)
+        return int(min(max(free // 4, DEFAULT_BUDGET), GPU_BUDGET_MAX))
+    return DEFAULT_BUDGET
+
+
 def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None,
-              budget=DEFAULT_BUDGET):
+              max_bytes=None):
     """Per-token NLL as float64 on the host (0 where not counted) and the counted mask."""
     if logit_map is not None and not callable(logit_map):
         raise TypeError(f"logit_map must be callable (an elementwise map of the logits), got "
@@ -125,7 +119,7 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
     if idx.size == 0:
         return nll.reshape(shape), counted
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
-    block, width = _plan(idx.size, vocab, itemsize, chunk, budget)
+    block, width = _plan(idx.size, vocab, itemsize, chunk, _budget(h, kind, max_bytes))
     for r0 in range(0, idx.size, block):
         rows = idx[r0:r0 + block]
         t_rows = t64[rows]
@@ -163,40 +157,41 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
     return _finish(M, S, bad, tl)
 
 
-def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, torch_fold: bool | None = None) -> np.ndarray:
-    """One block of rows from torch tensors; ``torch_fold``: fold with torch ops (the GPU's way;
-    default: only off the CPU)."""
+def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None) -> np.ndarray:
+    """One block of rows from torch tensors, multiplied by ``F.linear`` a slice at a time; each slice folded
+    by our kernel: ``_dense.fold_rows`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
+    True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
     import torch
     import torch.nn.functional as F
 
-    cpu = h.device.type == "cpu" if torch_fold is None else not torch_fold
+    on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
     n = len(rows)
     hb = h[torch.as_tensor(rows, device=h.device)]
-    if cpu:
-        state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n))
-        t_dev = t_rows
+    if on_gpu:
+        from ._gpu import HeadFold
+        fold = HeadFold(t_rows)
     else:
-        state = (torch.full((n,), -np.inf, dtype=torch.float64, device=h.device), None, None,
-                 torch.zeros(n, dtype=torch.float64, device=h.device))
-        t_dev = torch.as_tensor(t_rows, device=h.device)
-    if cpu and h.device.type != "cpu":
-        raise ValueError("the CPU fold needs CPU tensors")
+        M, S, bad, tl = np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n)
+        code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
     with torch.no_grad():
         for v0 in range(0, w.shape[0], width):
             v1 = min(v0 + width, w.shape[0])
             logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
             if logit_map is not None:
                 logits = _mapped(logit_map, logits).contiguous()
-            _fold_torch(logits, state, t_dev - v0, cpu, threads)
-    if cpu:
-        return _finish(*state)
-    M, _, _, tl = state
-    return (M - tl).cpu().numpy()
+            if on_gpu:
+                fold.add(logits, v0)
+                continue
+            x = logits if logits.dtype != torch.bfloat16 else logits.view(torch.int16)
+            _dense.fold_rows(x.numpy()[:, None, :], code[logits.dtype], M, S, bad, threads)
+            live = np.flatnonzero((t_rows >= v0) & (t_rows < v1))
+            tl[live] = logits[torch.from_numpy(live), torch.from_numpy(t_rows[live] - v0)].double().numpy()
+    return _finish(*fold.result()) if on_gpu else _finish(M, S, bad, tl)
 
 
 def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None, ignore_index: int | None = None,
-                          mask: Any = None, *, chunk: int | None = None, num_threads: int | None = None,
-                          logit_map: Callable[[Any], Any] | None = None) -> Any:
+                          mask: Any = None, *, chunk: int | None = None, max_bytes: int | None = None,
+                          num_threads: int | None = None, logit_map: Callable[[Any], Any] | None = None) -> Any:
     """``-log_softmax(hidden @ weight.T + bias)[target]`` per position, float64, without the logits.
 
     Equals ``F.cross_entropy(F.linear(hidden, weight, bias), targets, reduction="none")``
@@ -219,7 +214,11 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
         As in ``token_nll``: those positions are not counted (and never multiplied).
     chunk : int, optional
         Vocabulary columns per slice (default: as many as keep one block of
-        logits within 64 MiB).
+        logits within ``max_bytes``).
+    max_bytes : int, optional
+        Bytes of logits held at once. Default: 64 MiB on the CPU (BLAS is
+        at full speed well before that); on a GPU a quarter of the free
+        memory, at most 1 GiB (wider slices keep cuBLAS busy).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
     logit_map : callable, optional
@@ -250,12 +249,12 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
     >>> tm.token_nll_from_hidden(h, w, [0, 3]).round(6)  # zero logits: uniform over 4
     array([1.386294, 1.386294])
     """
-    return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map)[0]
+    return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes)[0]
 
 
 def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None,
                            ignore_index: int | None = None, mask: Any = None, reduction: str = "token", *,
-                           chunk: int | None = None, num_threads: int | None = None,
+                           chunk: int | None = None, max_bytes: int | None = None, num_threads: int | None = None,
                            logit_map: Callable[[Any], Any] | None = None) -> Any:
     """Perplexity of ``targets`` under the logits ``hidden @ weight.T + bias``, never materialised.
 
@@ -264,7 +263,7 @@ def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = N
 
     Parameters
     ----------
-    hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map
+    hidden, weight, targets, bias, ignore_index, mask, chunk, max_bytes, num_threads, logit_map
         As in ``token_nll_from_hidden``.
     reduction : {"token", "sequence", "none"}
         As in ``perplexity`` ((N, d) hidden states are one sequence).
@@ -290,5 +289,6 @@ def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = N
     shape = tuple(getattr(hidden, "shape", np.shape(hidden)))
     if len(shape) not in (2, 3):
         raise ValueError(f"hidden must have shape (N, d) or (B, T, d) for a perplexity, got {shape}")
-    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map)
+    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map,
+                             max_bytes)
     return Perplexity(reduction=reduction, input="nll").update(nll, mask=counted).compute()

@@ -147,3 +147,34 @@ def test_token_nll_long_rows(rng, row_kernel):
     expect = tm.token_nll(x, t)
     np.testing.assert_allclose(got[:3], expect[:3], rtol=1e-6)
     assert np.isnan(got[3]) and np.isnan(got[4]) and np.isnan(expect[3]) and np.isnan(expect[4])
+
+
+@pytest.mark.parametrize("dtype,layouts", [("float32", (0, 10**9)), ("bfloat16", (10**9,)), ("float16", (10**9,)),
+                                           ("float64", (10**9,))])
+def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
+    """The LM head's slices folded by fold_rows on the device (CUDA tensors on a GPU; CPU tensors copied
+    to the simulator's device) against the CPU kernel's fold of the same slices. Layouts: a block per row,
+    a warp per row (each simulated launch takes seconds, hence one layout for most dtypes)."""
+    import torch
+
+    from turbometrics import _gpu, lm_head
+
+    on = (lambda a: a.cuda()) if torch.cuda.is_available() else (lambda a: a)
+    dt = getattr(torch, dtype)
+    h = torch.from_numpy(rng.standard_normal((6, 16))).to(dt)
+    w = torch.from_numpy(rng.standard_normal((150, 16)) * 0.7).to(dt)
+    b = torch.from_numpy(rng.standard_normal(150)).to(dt)
+    w[5] = w[6]                                   # tied logits
+    h[4, 3] = float("nan")                        # a NaN row
+    t = rng.integers(0, 150, 6)
+    rows = np.flatnonzero(np.arange(6) != 3)       # only counted rows are multiplied
+    cpu = lm_head._rows_torch(h, w, b, rows, t[rows], 64, 1)  # three slices, the last one ragged
+    for warp_row_max in layouts:
+        monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", warp_row_max)
+        dev_ = lm_head._rows_torch(on(h), on(w), on(b), rows, t[rows], 64, 1, on_gpu=True)
+        np.testing.assert_allclose(dev_, cpu, rtol=1e-6, atol=1e-12)
+        assert np.isnan(dev_[rows == 4]).all() and np.isfinite(dev_[rows != 4]).all()
+    if torch.cuda.is_available():  # the public function on CUDA tensors
+        tt = np.where(np.arange(6) == 3, -100, t)
+        assert tm.perplexity_from_hidden(on(h[1:]), on(w), tt[1:], on(b), ignore_index=-100) == pytest.approx(
+            tm.perplexity_from_hidden(h[1:], w, tt[1:], b, ignore_index=-100), rel=1e-6)

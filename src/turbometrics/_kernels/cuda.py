@@ -223,30 +223,36 @@ def kernels(widen: int, group: int = TPB) -> dict:
         rows = x.shape[0]
         return tid % G, r, rows, (targets[r] if r < rows else int64(-1)), x.shape[1]
 
+    @cuda.jit(device=True, inline=True)
+    def row_lse(x, r, lane, n, m, s, bad):
+        """This thread's online (max, sum, bad count) over its strided elements of row r, four loads in flight."""
+        j = lane
+        while j + 3 * G < n:
+            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
+            m, s, bad = lse_step(v0, m, s, bad)
+            m, s, bad = lse_step(v1, m, s, bad)
+            m, s, bad = lse_step(v2, m, s, bad)
+            m, s, bad = lse_step(v3, m, s, bad)
+            j += 4 * G
+        while j < n:
+            m, s, bad = lse_step(load(x, r, j), m, s, bad)
+            j += G
+        return m, s, bad
+
     @cuda.jit
     def nll_rows(x, targets, out):
         """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
 
-        Each thread keeps an online (max, sum) over its strided elements, four
-        loads in flight per step; one group merge. NaN or +inf in the row gives NaN.
-        Every thread reaches the merge (no early return: the simulator's merge syncs the block).
+        Each thread keeps an online (max, sum) over its strided elements; one
+        group merge. NaN or +inf in the row gives NaN. Every thread reaches
+        the merge (no early return: the simulator's merge syncs the block).
         """
         lane, r, rows, t, n = row_of(x, targets)
         m = neg
         s = 0.0
         bad = int64(0)
         if t >= 0:
-            j = lane
-            while j + 3 * G < n:
-                v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
-                m, s, bad = lse_step(v0, m, s, bad)
-                m, s, bad = lse_step(v1, m, s, bad)
-                m, s, bad = lse_step(v2, m, s, bad)
-                m, s, bad = lse_step(v3, m, s, bad)
-                j += 4 * G
-            while j < n:
-                m, s, bad = lse_step(load(x, r, j), m, s, bad)
-                j += G
+            m, s, bad = row_lse(x, r, lane, n, m, s, bad)
         bm = cuda.shared.array(TPB, float64)
         bs = cuda.shared.array(TPB, float64)
         bi = cuda.shared.array(TPB, int64)
@@ -257,6 +263,33 @@ def kernels(widen: int, group: int = TPB) -> dict:
                 out[r] = 0.0
             else:
                 out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
+
+    @cuda.jit
+    def fold_rows(x, targets, v0, run_m, run_s, run_bad, target_logit):
+        """Fold one vocabulary slice x (rows, width), columns [v0, v0 + width), into each row's running state.
+
+        The LM head fused with the NLL (``lm_head``): run_m/run_s are the row's
+        log-sum-exp so far as (max, sum of exp(v - max)) in float64, run_bad its
+        NaN/+inf count, and target_logit[r] takes x[r, targets[r] - v0] when the
+        target falls in this slice. The CPU's ``_dense.fold_rows`` keeps the same state.
+        """
+        lane, r, rows, t, n = row_of(x, targets)
+        m = neg
+        s = 0.0
+        bad = int64(0)
+        if r < rows:
+            m, s, bad = row_lse(x, r, lane, n, m, s, bad)
+        bm = cuda.shared.array(TPB, float64)
+        bs = cuda.shared.array(TPB, float64)
+        bi = cuda.shared.array(TPB, int64)
+        bad = gsum(bad, bi)
+        M, S = glse(float64(m), s, bm, bs)
+        if lane == 0 and r < rows:
+            run_m[r], run_s[r] = _merge(run_m[r], run_s[r], M, S)
+            run_bad[r] += bad
+            j = t - v0
+            if 0 <= j < n:
+                target_logit[r] = float64(load(x, r, j))
 
     @cuda.jit(device=True, inline=True)
     def rank_step(v, j, st, nan_t, t, gt, eb, ea):
@@ -465,7 +498,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
             idx[r, pos] = ic
             vals[r, pos] = x[r, ic]
 
-    return {"nll_rows": nll_rows, "rank_rows": rank_rows, "topk_rows": topk_rows}
+    return {"nll_rows": nll_rows, "fold_rows": fold_rows, "rank_rows": rank_rows, "topk_rows": topk_rows}
 
 
 @cuda.jit
