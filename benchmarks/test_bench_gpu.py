@@ -98,3 +98,49 @@ def test_gpu(benchmark, case, impl):
     benchmark.extra_info.update(case=f"GPU {case} ({n}, {v}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
                                 bytes=x.numel() * x.element_size(), peak_bytes_per_s=peak_bandwidth())
     benchmark.pedantic(fn, args=(x, t), rounds=20, iterations=1, warmup_rounds=3)
+
+
+# perplexity from the LM head's input: 8 sequences x 4,096 tokens, d=4096, V=128,256, bf16 (logits: 8.4 GB)
+HEAD = (8 * 4096, 4096, V)
+HEAD_IMPLS = {
+    "turbometrics": lambda h, w, t: tm.perplexity_from_hidden(h, w, t, ignore_index=-100),
+    "logits (F.linear) + turbometrics perplexity": lambda h, w, t: tm.perplexity(F.linear(h, w), t,
+                                                                                  ignore_index=-100),
+    "logits (F.linear) + torch cross_entropy": lambda h, w, t: float(torch.exp(F.cross_entropy(
+        F.linear(h, w), t, ignore_index=-100))),
+}
+
+
+@pytest.mark.parametrize("impl", list(HEAD_IMPLS))
+def test_gpu_perplexity_from_hidden(benchmark, impl):
+    """Time (CUDA events around the call, median of 5) and peak GPU memory added on top of the inputs."""
+    _data.clear()
+    n, d, v = HEAD
+    g = torch.Generator(device="cuda").manual_seed(0)
+    h = torch.randn(n, d, device="cuda", generator=g).to(torch.bfloat16)
+    w = (torch.randn(v, d, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16)
+    t = torch.randint(0, v, (n,), device="cuda", generator=g)
+    t[torch.rand(n, device="cuda", generator=g) < 0.1] = -100
+    fn = HEAD_IMPLS[impl]
+    try:
+        fn(h, w, t)  # warm-up (kernels compiled, allocator primed)
+        times = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn(h, w, t)
+            b.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b) / 1e3)
+            extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+    except torch.cuda.OutOfMemoryError:
+        pytest.skip(f"{impl}: out of GPU memory")
+    times.sort()
+    benchmark.group = "GPU perplexity from hidden states"
+    benchmark.extra_info.update(kind="scale", impl=impl, seconds=times[len(times) // 2], extra_mib=extra,
+                                case=f"GPU perplexity from hidden states bf16 ({n}, d={d}) x V={v:,}, "
+                                     f"{torch.cuda.get_device_name(0)}")
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
