@@ -31,13 +31,22 @@ class Split(NamedTuple):
     source: str                        # "huggingface" or "pair"
 
 
-def hidden_of(output: Any) -> Any:
-    """The hidden states in a body's output: ``.last_hidden_state``, a tuple's first item, or the array."""
-    if hasattr(output, "last_hidden_state"):
-        return output.last_hidden_state
+def field_of(output: Any, name: str) -> Any:
+    """An array in a model's output: its attribute ``name`` (Hugging Face's ``.logits``,
+    ``.last_hidden_state``), a tuple's first item, or the output itself."""
+    if hasattr(output, name):
+        return getattr(output, name)
     if isinstance(output, (tuple, list)) and output:
         return output[0]
     return output
+
+
+def hidden_of(output: Any) -> Any:
+    return field_of(output, "last_hidden_state")
+
+
+def logits_of(output: Any) -> Any:
+    return field_of(output, "logits")
 
 
 def _logit_map(model: Any) -> Callable[[Any], Any] | None:

@@ -81,16 +81,7 @@ def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids"
     return out
 
 
-def _logits_of(output: Any) -> Any:
-    """The logits in a model's output: the array itself, ``.logits`` (Hugging Face), or a tuple's first item."""
-    if hasattr(output, "logits"):
-        return output.logits
-    if isinstance(output, (tuple, list)) and output:
-        return output[0]
-    return output
-
-
-def _caller(model: Callable, like: Any, device: Any, extract: Callable[[Any], Any] = _logits_of
+def _caller(model: Callable, like: Any, device: Any, extract: Callable[[Any], Any] = _split_model.logits_of
              ) -> Callable[[np.ndarray], Any]:
     """A function (B, T) int64 ndarray -> the model's logits (``extract`` of its output), fed as it takes.
 
