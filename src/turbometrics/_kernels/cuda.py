@@ -20,7 +20,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from numba import config, cuda, float32, float64, int32, int64, uint32
+from numba import config, cuda, float32, float64, int32, int64, uint32, uint64
 
 SIM = bool(config.ENABLE_CUDASIM)
 TPB = 64 if SIM else 256          # threads per block
@@ -34,6 +34,10 @@ WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
 
 
 if SIM:
+    @cuda.jit(device=True, inline=True)
+    def _fast_expf(v):
+        return math.exp(v)
+
     @cuda.jit(device=True, inline=True)
     def _bf16_to_f32(b):
         return np.array([(int(b) & 0xFFFF) << 16], np.uint32).view(np.float32)[0]
@@ -83,6 +87,12 @@ if SIM:
             return rm, rs
         return glse
 else:
+    @cuda.jit(device=True, inline=True)
+    def _fast_expf(v):
+        """ex2.approx of v * log2(e): two instructions for libdevice expf's ~17, within 2 ulp + the argument's
+        rounding; the terms near the row's max, which carry the sum, are the exactly-scaled ones."""
+        return cuda.libdevice.fast_expf(v)
+
     @cuda.jit(device=True, inline=True)
     def _bf16_to_f32(b):
         return cuda.libdevice.int_as_float(int32((int32(b) & 0xFFFF) << 16))
@@ -190,29 +200,54 @@ def kernels(widen: int, group: int = TPB) -> dict:
     gsum, glse = _group_sum(G), _group_lse(G)
     if widen == WIDEN_BF16:
         @cuda.jit(device=True, inline=True)
-        def load(x, r, j):
-            return _bf16_to_f32(x[r, j])
+        def load(x, r, j):  # unsigned indices (never negative here): no wraparound code per load
+            return _bf16_to_f32(x[uint64(r), uint64(j)])
     elif widen == WIDEN_F64:
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
-            return float64(x[r, j])
+            return float64(x[uint64(r), uint64(j)])
     else:
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
-            return float32(x[r, j])
+            return float32(x[uint64(r), uint64(j)])
 
     neg = np.float64(-np.inf) if widen == WIDEN_F64 else np.float32(-np.inf)  # typed: the loop's math type
+    if widen == WIDEN_F64:
+        @cuda.jit(device=True, inline=True)
+        def exp_(v):
+            return math.exp(v)
+    else:
+        exp_ = _fast_expf
 
     @cuda.jit(device=True, inline=True)
     def lse_step(v, m, s, bad):
-        """Online log-sum-exp: exp in the element's math type (expf for f16/bf16/f32), sums in float64."""
+        """Online log-sum-exp of one element: exp in the element's math type, sums in float64."""
         if not (v < math.inf):  # NaN or +inf
             bad += 1
         elif v > m:
-            s = s * float64(math.exp(m - v)) + 1.0  # m = -inf: exp(-inf) = 0
+            s = s * float64(exp_(m - v)) + 1.0  # m = -inf: exp(-inf) = 0
             m = v
         elif v > neg:
-            s += float64(math.exp(v - m))
+            s += float64(exp_(v - m))
+        return m, s, bad
+
+    @cuda.jit(device=True, inline=True)
+    def lse_tile(v0, v1, v2, v3, m, s, bad):
+        """Four elements at once: their max first (at most one rescale a tile, one branch), then four exps,
+        each added to the float64 sum (float64 per element: a confident token's NLL stays exact)."""
+        if not (v0 < math.inf and v1 < math.inf and v2 < math.inf and v3 < math.inf):  # NaN or +inf
+            return m, s, bad + 1  # the row's NLL is NaN: nothing else of this tile matters
+        a = v0 if v0 > v1 else v1
+        b = v2 if v2 > v3 else v3
+        mt = a if a > b else b
+        if mt > m:
+            s = s * float64(exp_(m - mt))  # m = -inf: exp(-inf) = 0
+            m = mt
+        if m > neg:  # else the tile and all before it are -inf (v - m would be NaN)
+            s += float64(exp_(v0 - m))
+            s += float64(exp_(v1 - m))
+            s += float64(exp_(v2 - m))
+            s += float64(exp_(v3 - m))
         return m, s, bad
 
     @cuda.jit(device=True, inline=True)
@@ -228,11 +263,8 @@ def kernels(widen: int, group: int = TPB) -> dict:
         """This thread's online (max, sum, bad count) over its strided elements of row r, four loads in flight."""
         j = lane
         while j + 3 * G < n:
-            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
-            m, s, bad = lse_step(v0, m, s, bad)
-            m, s, bad = lse_step(v1, m, s, bad)
-            m, s, bad = lse_step(v2, m, s, bad)
-            m, s, bad = lse_step(v3, m, s, bad)
+            m, s, bad = lse_tile(load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G),
+                                 m, s, bad)
             j += 4 * G
         while j < n:
             m, s, bad = lse_step(load(x, r, j), m, s, bad)
