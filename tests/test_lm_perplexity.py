@@ -233,6 +233,9 @@ def test_an_unknown_logit_map_falls_back_or_fails(ragged):
         assert tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8) == pytest.approx(tok, rel=1e-6)
     with pytest.raises(ValueError, match="does not reproduce"):
         tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8, fuse_head=True)
+    dropout = tiny_hf("gpt2").train()  # dropout on: no two forward passes agree
+    with pytest.raises(ValueError, match=r"call model\.eval\(\)"):
+        tm.lm_perplexity(dropout, ragged[2:], max_length=16, stride=8, fuse_head=True)
 
 
 def test_a_body_head_pair(ragged):

@@ -242,6 +242,8 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
         if ignore_index is not None:
             probe[probe == ignore_index] = 0
         why = _split_model.verify(model, split, call, probe)
+        if why is not None and getattr(model, "training", False):
+            why += " (the model is in training mode, where dropout changes every forward pass: call model.eval())"
         if why is not None:
             if fuse_head:
                 raise ValueError(f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
