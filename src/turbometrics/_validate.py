@@ -199,12 +199,15 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
     return np.ascontiguousarray(t64), counted
 
 
-def check_int(v: Any, name: str) -> int:
-    if type(v) is int:  # the common case, without the slower ABC check below
-        return v
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral,)):
-        raise TypeError(f"{name} must be an integer, got {v!r}")
-    return int(v)
+def check_int(v: Any, name: str, minimum: int | None = None) -> int:
+    """``v`` as an int (bools refused); a ValueError below ``minimum`` when one is given."""
+    if type(v) is not int:  # the common case skips the slower ABC check below
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral,)):
+            raise TypeError(f"{name} must be an integer, got {v!r}")
+        v = int(v)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
 
 
 def check_k(k: Any, n: int, name: str = "k") -> int:

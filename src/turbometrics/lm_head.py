@@ -89,10 +89,7 @@ def _mapped(logit_map, logits):
 def _budget(h, kind: str, max_bytes: int | None) -> int:
     """Bytes of logits to hold at once: the caller's, else 64 MiB on the CPU, else from the GPU's free memory."""
     if max_bytes is not None:
-        max_bytes = V.check_int(max_bytes, "max_bytes")
-        if max_bytes < 1:
-            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
-        return max_bytes
+        return V.check_int(max_bytes, "max_bytes", minimum=1)
     if kind == "torch" and h.device.type == "cuda":
         import torch
         free, _ = torch.cuda.mem_get_info(h.device)
@@ -110,9 +107,7 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
     vocab = int(w.shape[0])
     t64, counted = V.as_targets(targets, shape, vocab, ignore_index=ignore_index, mask=mask)
     if chunk is not None:
-        V.check_int(chunk, "chunk")
-        if chunk < 1:
-            raise ValueError(f"chunk must be >= 1 (vocabulary columns per slice), got {chunk}")
+        chunk = V.check_int(chunk, "chunk", minimum=1)
     threads = V.check_threads(num_threads)
     idx = np.flatnonzero(counted.reshape(-1))  # only counted positions are multiplied
     nll = np.zeros(t64.size)

@@ -216,9 +216,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     stride = max_length if stride is None else V.check_int(stride, "stride")
     if not 1 <= stride <= max_length:
         raise ValueError(f"stride must be in [1, max_length={max_length}], got {stride}")
-    batch_size = V.check_int(batch_size, "batch_size")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = V.check_int(batch_size, "batch_size", minimum=1)
     if ignore_index is not None:
         V.check_int(ignore_index, "ignore_index")
     seqs = _sequences(token_ids, ignore_index)

@@ -119,9 +119,7 @@ def _supporting(mode: str) -> list[str]:
 
 
 def _check_resampling(n_resamples: Any, confidence: Any, mode: Any) -> tuple[int, float]:
-    n = V.check_int(n_resamples, "n_resamples")
-    if n < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n}")
+    n = V.check_int(n_resamples, "n_resamples", minimum=1)
     confidence = V.check_real(confidence, "confidence", open_unit=True, exc=ValueError)
     V.check_choice(mode, "mode", MODES)
     return n, confidence
