@@ -37,11 +37,14 @@ PTX = textwrap.dedent("""
         for T in types:
             for group in (K.TPB, 32):  # a block per row, a warp per row
                 g = K.kernels(widen, group)
-                jobs.append(("nll_rows", g["nll_rows"], f"void({T}[:, ::1], int64[::1], float64[::1])"))
+                # targets as users pass them (int64; int32 once, for float32), checked in the kernel
+                for I in ("int64", "int32") if T == "float32" else ("int64",):
+                    tg = f"{I}[::1], uint8[::1], boolean, int64, boolean"
+                    jobs.append(("nll_rows", g["nll_rows"], f"void({T}[:, ::1], {tg}, float64[::1], uint8[::1])"))
+                    jobs.append(("rank_rows", g["rank_rows"],
+                                 f"void({T}[:, ::1], {tg}, boolean, boolean, int64[::1], uint8[::1])"))
                 jobs.append(("fold_rows", g["fold_rows"], f"void({T}[:, ::1], int64[::1], int64, float64[::1], "
                              "float64[::1], int64[::1], float64[::1])"))
-                jobs.append(("rank_rows", g["rank_rows"],
-                             f"void({T}[:, ::1], int64[::1], boolean, boolean, int64[::1])"))
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])"))

@@ -40,7 +40,10 @@ def test_one_rounding_in_any_chunking(values, cut, binned):
     assert math.copysign(1, whole) == 1 or whole != 0  # never -0.0
 
 
-def test_paths_agree_on_extremes():
+@pytest.mark.parametrize("pending", ["default", "none"])
+def test_paths_agree_on_extremes(pending, monkeypatch):
+    if pending == "none":  # every value binned: the bins' float parts, their overflow, the integer fallback
+        monkeypatch.setattr(_exact, "_PENDING", 0)
     rng = np.random.default_rng(0)
     v = rng.standard_normal(10_000) * 10.0 ** rng.integers(-300, 300, 10_000)
     small = v[:100]
@@ -54,6 +57,10 @@ def test_paths_agree_on_extremes():
     assert ExactSum().add(np.array([1.0, np.inf])).value() == math.inf
     assert math.isnan(ExactSum().add(np.array([1.0])).add(np.array([np.nan])).value())
     assert ExactSum().value() == 0.0 and ExactSum().add(np.array([-0.0])).value() == 0.0
+    tiny = np.array([5e-324, 5e-324, -1e-310, 2.2250738585072014e-308, 1e-300])  # subnormals
+    assert ExactSum().add(tiny).value() == rounded(tiny.tolist())
+    assert ExactSum().add(np.array([1e300, -1e300, 3e-320])).value() == 3e-320
+    assert ExactSum().add(np.array([1.5, -1.5])).value() == 0.0
 
 
 @pytest.mark.parametrize("n", [5, 5000])

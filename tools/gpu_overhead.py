@@ -27,27 +27,27 @@ def best(fn, n=30):
 
 
 rows = _gpu.device_rows(x, "x")
-td, _ = _gpu.device_targets(rows, t, None)
-out = cuda.device_array(N, "f8")
+buf, out, status = _gpu._with_status(rows, np.float64)
+tg = _gpu.device_targets(rows, t, None, None, status)  # device targets: checked in the kernel
 nll = K.kernels(rows.widen)["nll_rows"]
 rank = K.kernels(rows.widen)["rank_rows"]
-ro = cuda.device_array(N, "i8")
-small = torch.zeros(N, dtype=torch.float64, device="cuda")
-t64 = t.to(torch.int64)
+rbuf, ro, rstatus = _gpu._with_status(rows, np.int64)
 for name, fn in [
-    ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, td, out)),
-    ("nll kernel, torch tensors as args", lambda: nll[N, K.TPB](x, t64, small)),
+    ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, *tg.args, out, status)),
+    ("_gpu.nll, result + status on the host", lambda: _gpu.nll(x, t, None, None, host=True)),
     ("tm.perplexity", lambda: tm.perplexity(x, t)),
-    ("rank kernel only", lambda: rank[N, K.TPB](rows.data, td, False, True, ro)),
+    ("tm.perplexity, host targets", lambda: tm.perplexity(x, t.cpu())),
+    ("rank kernel only", lambda: rank[N, K.TPB](rows.data, *tg.args, False, True, ro, rstatus)),
     ("tm.topk_accuracy", lambda: tm.topk_accuracy(x, t, k=5)),
     ("device_rows", lambda: _gpu.device_rows(x, "x")),
-    ("device_targets", lambda: _gpu.device_targets(rows, t, None)),
+    ("device_targets (device)", lambda: _gpu.device_targets(rows, t, None, None, status)),
+    ("device_targets (host)", lambda: _gpu.device_targets(rows, t.cpu(), None, None, status)),
+    ("buf.copy_to_host() (9 bytes a row)", lambda: buf.copy_to_host()),
     ("cuda.as_cuda_array(tensor)", lambda: cuda.as_cuda_array(x)),
     ("cuda.device_array(4096)", lambda: cuda.device_array(N, "f8")),
     ("torch.empty(4096)", lambda: torch.empty(N, dtype=torch.float64, device="cuda")),
     ("cuda.to_device(4096 i8)", lambda: cuda.to_device(np.zeros(N, np.int64))),
     ("torch.from_numpy(...).cuda()", lambda: torch.from_numpy(np.zeros(N, np.int64)).cuda()),
-    ("out.copy_to_host()", lambda: out.copy_to_host()),
     ("t.cpu()", lambda: t.cpu()),
     ("tm.topk k=50", lambda: tm.topk(x, 50)),
     ("torch.sum read", lambda: x.sum()),

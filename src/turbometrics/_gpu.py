@@ -4,9 +4,12 @@ hand results back in the caller's own type.
 A PyTorch CUDA tensor, a CuPy array (anything with ``__cuda_array_interface__``)
 or a Numba device array runs on the GPU with no copy of the scores to the host;
 ``device="cuda"`` sends host input there, ``device="cpu"`` brings device input
-back. Only small arrays cross: targets and masks (validated on the host by
-``_validate``, the one validation layer, then sent back) and per-row results
-that a scalar is reduced from (so reductions are the CPU path's, bit for bit).
+back. Device targets (and masks) stay there: the row kernels check them and
+report a status per row, and only when one is out of range does the host look
+at them (``_validate``, the one validation layer, raises the CPU path's error).
+Host targets are validated on the host and uploaded. Per-row results that a
+scalar is reduced from come back with the statuses in one copy (so reductions
+are the CPU path's, bit for bit).
 """
 from __future__ import annotations
 
@@ -133,11 +136,90 @@ def _upload(rows: Rows, host: np.ndarray):
     return cuda.to_device(host)
 
 
-def device_targets(rows: Rows, targets: Any, ignore_index, mask=None):
-    """Targets validated on the host (small), as int64 on the device, and the counted mask."""
-    t64, counted = V.as_targets(to_host(targets), rows.lead, rows.data.shape[1], ignore_index=ignore_index,
+@dataclass
+class Targets:
+    """Targets as the row kernels take them: ``args`` = (targets, mask, use_mask, ignore, use_ignore).
+
+    Device targets (int32/int64, the scores' leading shape) and a device bool mask
+    go to the kernel as they are, checked there: no host round trip. Anything else
+    is validated on the host (``_validate.as_targets``) and uploaded, with -1 where
+    not counted; ``counted`` is then known before the kernel runs.
+    """
+
+    args: tuple
+    counted: np.ndarray | None
+    source: tuple  # (targets, ignore_index, mask) as given: re-checked on the host when a kernel flags one
+
+    def counted_from(self, status: np.ndarray, rows: Rows) -> np.ndarray:
+        """The counted mask from the kernel's per-row status (the host's own if it validated)."""
+        if self.counted is not None:
+            return self.counted
+        if status.max(initial=0) == _kernels().OUT_OF_RANGE:
+            targets, ignore_index, mask = self.source  # the host check raises the CPU path's error
+            V.as_targets(to_host(targets), rows.lead, rows.n_classes, ignore_index=ignore_index,
+                         mask=None if mask is None else to_host(mask))
+            raise AssertionError("a GPU kernel found a target out of range that the host check accepts")
+        return (status == _kernels().COUNTED).reshape(rows.lead)
+
+
+def _kernels():
+    return _cuda()[1]
+
+
+def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
+    """``x`` as a flat numba device array (bool viewed as uint8) when it lives on the scores' device with their
+    leading shape and one of ``dtypes``; None sends it through the host's validation."""
+    if x is None or not is_device_array(x):
+        return None
+    cuda, _ = _cuda()
+    if is_torch(x):
+        if x.device != rows.torch_device or tuple(x.shape) != rows.lead or str(x.dtype)[6:] not in dtypes:
+            return None
+        import torch
+
+        t = x.detach().reshape(-1)
+        return cuda.as_cuda_array((t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous())
+    if rows.torch_device is not None:
+        return None
+    d = x if is_numba_device(x) else cuda.as_cuda_array(x)
+    if tuple(d.shape) != rows.lead or d.dtype.name not in dtypes or not d.is_c_contiguous():
+        return None
+    d = d.reshape(-1)
+    return d.view(np.uint8) if d.dtype == np.bool_ else d
+
+
+def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targets:
+    """Targets (and mask) for a row kernel; ``spare`` (any uint8 device array) stands in for a missing mask."""
+    ignore = None if ignore_index is None else V.check_int(ignore_index, "ignore_index")
+    t = _flat_on_device(targets, rows, ("int64", "int32"))
+    m = None if mask is None else _flat_on_device(mask, rows, ("bool",))
+    if t is not None and (mask is None or m is not None):
+        return Targets((t, spare if m is None else m, m is not None, 0 if ignore is None else ignore,
+                        ignore is not None), None, (targets, ignore_index, mask))
+    t64, counted = V.as_targets(to_host(targets), rows.lead, rows.n_classes, ignore_index=ignore_index,
                                 mask=None if mask is None else to_host(mask))
-    return _upload(rows, t64), counted
+    return Targets((_upload(rows, t64), spare, False, -1, True), counted, (targets, ignore_index, mask))
+
+
+def _with_status(rows: Rows, dtype: Any) -> tuple:
+    """(buffer, values, status): a value of ``dtype`` then a status byte per row in one device
+    buffer, so that both come back in one copy."""
+    n = rows.data.shape[0]
+    buf = _empty(rows, n + (n + 7) // 8, dtype)
+    return buf, buf[:n], buf[n:].view(np.uint8)[:n]
+
+
+def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, host: bool, *options):
+    """Run row kernel ``name`` with its targets; (values on the device, or on the host if ``host``; counted mask)."""
+    buf, out, status = _with_status(rows, dtype)
+    tg = device_targets(rows, targets, ignore_index, mask, status)
+    n = len(out)
+    if n:
+        _launch_rows(name, rows, *tg.args, *options, out, status)
+    if host:
+        h = buf.copy_to_host()
+        return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
+    return out, tg.counted_from(status.copy_to_host() if tg.counted is None else None, rows)
 
 
 def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
@@ -172,23 +254,17 @@ def _launch_rows(name: str, rows: Rows, *args) -> None:
     K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB](rows.data, *args)
 
 
-def nll(logits: Any, targets: Any, ignore_index, mask):
-    """Per-row NLL on the device (float64, 0 where not counted), the counted mask, the rows."""
-    cuda, K = _cuda()
+def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
+    """Per-row NLL (float64, 0 where not counted; on the host if ``host``), the counted mask, the rows."""
     rows = device_rows(logits, "logits")
-    t, counted = device_targets(rows, targets, ignore_index, mask)
-    out = _empty(rows, rows.data.shape[0], np.float64)
-    _launch_rows("nll_rows", rows, t, out)
+    out, counted = _row_results("nll_rows", rows, targets, ignore_index, mask, np.float64, host)
     return out, counted, rows
 
 
-def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index):
-    """int64 ranks on the device (-1 where not counted), the counted mask, the rows."""
-    cuda, K = _cuda()
+def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index, host: bool = False):
+    """int64 ranks (-1 where not counted; on the host if ``host``), the counted mask, the rows."""
     rows = device_rows(scores, "scores")
-    t, counted = device_targets(rows, targets, ignore_index)
-    out = _empty(rows, rows.data.shape[0], np.int64)
-    _launch_rows("rank_rows", rows, t, before, after, out)
+    out, counted = _row_results("rank_rows", rows, targets, ignore_index, None, np.int64, host, before, after)
     return out, counted, rows
 
 

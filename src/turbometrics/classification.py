@@ -98,8 +98,8 @@ def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_t
     V.check_choice(ties, "ties", TIES)
     if _gpu.use_gpu(device, scores, targets):
         before, after = _TIE_SIDES[ties]
-        r, counted, rows = _gpu.ranks(scores, targets, before, after, ignore_index)
-        return (r if keep_on_device else r.copy_to_host()), counted, rows
+        r, counted, rows = _gpu.ranks(scores, targets, before, after, ignore_index, host=not keep_on_device)
+        return r, counted, rows
     a = V.as_array(scores, "scores")
     x = V.rows3d(a.data, "scores")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index)

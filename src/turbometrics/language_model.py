@@ -86,8 +86,8 @@ def _host_nll(logits, targets, ignore_index, mask, num_threads):
 def _nll(logits, targets, ignore_index, mask, num_threads, device):
     """Per-token NLL on the host (float64) and the counted mask, from the GPU or the CPU kernel."""
     if _gpu.use_gpu(device, logits, targets):
-        out, counted, _ = _gpu.nll(logits, targets, ignore_index, mask)
-        return out.copy_to_host().reshape(counted.shape), counted
+        out, counted, _ = _gpu.nll(logits, targets, ignore_index, mask, host=True)
+        return out.reshape(counted.shape), counted
     return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 

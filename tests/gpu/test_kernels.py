@@ -73,6 +73,44 @@ def test_ranks_exact(rng, ties, row_kernel):
         x, t, ties=ties, ignore_index=-1)
 
 
+def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
+    """Device targets and masks are not copied to the host: the kernel checks them. Out-of-range targets give
+    the CPU path's error; ignored or masked ones are not checked; int32 targets and bool masks work."""
+    x = scores(rng, (2, 3, 20))
+    t = rng.integers(0, 20, (2, 3))
+    t[0, 1] = -100                      # ignored
+    t[1, 2] = 99                        # out of range, masked out below
+    m = np.ones((2, 3), bool)
+    m[1, 2] = False
+    m[0, 0] = False
+    for tt in (t, t.astype(np.int32)):
+        got = tm.token_nll(dev(x), dev(tt), ignore_index=-100, mask=dev(m)).copy_to_host()
+        np.testing.assert_allclose(got, tm.token_nll(x, tt, ignore_index=-100, mask=m), rtol=1e-6, atol=1e-12)
+        assert tm.perplexity(dev(x), dev(tt), ignore_index=-100, mask=dev(m)) == pytest.approx(
+            tm.perplexity(x, tt, ignore_index=-100, mask=m), rel=1e-6)
+    flat_x, flat_t, flat_m = x.reshape(6, 20), t.reshape(6), m.reshape(6)
+    assert tm.topk_accuracy(dev(flat_x), dev(np.where(flat_m, flat_t, -100)), k=3, ignore_index=-100) == \
+        tm.topk_accuracy(flat_x, np.where(flat_m, flat_t, -100), k=3, ignore_index=-100)
+    for bad in (99, 20, -1):
+        tb = t.copy()
+        tb[0, 2] = bad
+        with pytest.raises(ValueError, match=f"targets must lie in \\[0, 20\\).*found {bad}"):
+            tm.perplexity(dev(x), dev(tb), ignore_index=-100, mask=dev(m))
+        with pytest.raises(ValueError, match="targets must lie in"):  # unmasked, t[1, 2] = 99 counts too
+            tm.token_nll(dev(x), dev(tb), ignore_index=-100)
+        with pytest.raises(ValueError, match="targets must lie in"):
+            tm.topk_accuracy(dev(flat_x), dev(tb.reshape(6)), k=2, ignore_index=-100)
+    with pytest.raises(TypeError, match="targets must hold integers"):
+        tm.perplexity(dev(x), dev(t.astype(np.float32)))
+    with pytest.raises(ValueError, match="targets has shape"):
+        tm.perplexity(dev(x), dev(t.reshape(3, 2)))
+    with pytest.raises(ValueError, match="mask has shape"):
+        tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.reshape(3, 2)))
+    # an integer 0/1 mask on the device takes the host's check (values must be 0 or 1)
+    assert tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.astype(np.uint8))) == pytest.approx(
+        tm.perplexity(x, t, ignore_index=-100, mask=m), rel=1e-6)
+
+
 def test_rank_half_precision(rng):
     x = scores(rng, (3, 20), ties=True)
     t = rng.integers(0, 20, 3)

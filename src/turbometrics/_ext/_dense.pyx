@@ -12,7 +12,8 @@ named by the TURBOMETRICS_SIMD environment variable.
 import os
 
 import numpy as np
-from libc.stdint cimport int64_t, uint8_t, uintptr_t
+from libc.math cimport ldexp, isfinite
+from libc.stdint cimport int64_t, uint8_t, uint64_t, uintptr_t
 
 cdef extern from "dense.hpp" namespace "tmk":
     cdef cppclass Rows:
@@ -152,3 +153,68 @@ def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):
         if r.B * r.T > 0:
             c_topk_rows(r, code, itemsize, k, largest, sorted, pv, &pi[0, 0], nthreads)
     return vals, idx
+
+
+def exact_bins(const double[::1] v, int64_t[::1] hi, int64_t[::1] lo, int64_t offset):
+    """Add each finite v[i] = m * 2**(e - 53) (m an integer, |m| < 2**53) into the bins of ``_exact.ExactSum``:
+    hi[e + offset] += m >> 27, lo[e + offset] += m & (2**27 - 1). Normal values get frexp's e; subnormals
+    e = -1021 (their bits as m), zeros nothing. Returns the counts (NaN, +inf, -inf), which are not binned."""
+    if hi.shape[0] != lo.shape[0] or offset < 1021 or offset + 1024 >= hi.shape[0]:
+        raise ValueError("exact_bins: the bins must cover exponents -1021..1024 from offset")
+    cdef Py_ssize_t i, n = v.shape[0]
+    cdef const uint64_t* bits = <const uint64_t*>&v[0] if n else NULL
+    cdef uint64_t b, frac
+    cdef int64_t m, k, nan = 0, pinf = 0, ninf = 0
+    cdef int64_t low = (1 << 27) - 1
+    with nogil:
+        for i in range(n):
+            b = bits[i]
+            k = <int64_t>((b >> 52) & 0x7ff)
+            frac = b & ((<uint64_t>1 << 52) - 1)
+            if k == 0x7ff:
+                if frac:
+                    nan += 1
+                elif b >> 63:
+                    ninf += 1
+                else:
+                    pinf += 1
+                continue
+            if k == 0:
+                if frac == 0:
+                    continue
+                m, k = <int64_t>frac, 1      # subnormal: frac * 2**-1074
+            else:
+                m = <int64_t>(frac | (<uint64_t>1 << 52))
+            if b >> 63:
+                m = -m
+            k = k - 1022 + offset            # frexp's exponent: v = (m / 2**53) * 2**(k - 1022)
+            hi[k] += m >> 27                 # arithmetic shift: floor, so hi * 2**27 + lo == m
+            lo[k] += m & low
+    return nan, pinf, ninf
+
+
+def exact_parts(const int64_t[::1] hi, const int64_t[::1] lo, int64_t offset):
+    """The bins of ``exact_bins`` as doubles whose exact sum is the binned total: the 32-bit halves of each
+    nonzero hi/lo scaled by its power of two (every one exact: the smallest scale is 2**-1074), for
+    ``math.fsum`` to round once. None if a part overflows (the caller then sums the integers)."""
+    if hi.shape[0] != lo.shape[0]:
+        raise ValueError("exact_parts: hi and lo differ in length")
+    out = []
+    cdef Py_ssize_t i
+    cdef int j
+    cdef int64_t x, s
+    cdef double p
+    for i in range(hi.shape[0]):
+        if hi[i] == 0 and lo[i] == 0:
+            continue
+        s = i - offset - 53
+        for j in range(4):
+            x = hi[i] if j < 2 else lo[i]
+            x = (x >> 32) if j % 2 == 0 else (x & 0xFFFFFFFF)
+            if x == 0:
+                continue
+            p = ldexp(<double>x, <int>(s + (59, 27, 32, 0)[j]))
+            if not isfinite(p):
+                return None
+            out.append(p)
+    return out

@@ -29,6 +29,9 @@ RADIX = 256                        # 8-bit digits in the top-k radix select
 CAP = 8 * TPB                      # top-k candidates ranked in shared memory
 FULL = 0xFFFFFFFF
 
+# a row's target, as the row kernels report it (status arrays, uint8)
+NOT_COUNTED, COUNTED, OUT_OF_RANGE = 0, 1, 2
+
 # widening of a stored element to the type it is compared/summed in
 WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
 
@@ -251,12 +254,24 @@ def kernels(widen: int, group: int = TPB) -> dict:
         return m, s, bad
 
     @cuda.jit(device=True, inline=True)
-    def row_of(x, targets):
-        """This thread's lane in its group, its row, the row count, the row's target (-1 past the end), V."""
+    def row_of(x):
+        """This thread's lane in its group, its row, the row count, the row length."""
         tid = cuda.threadIdx.x
-        r = cuda.blockIdx.x * RPB + tid // G
-        rows = x.shape[0]
-        return tid % G, r, rows, (targets[r] if r < rows else int64(-1)), x.shape[1]
+        return tid % G, cuda.blockIdx.x * RPB + tid // G, x.shape[0], x.shape[1]
+
+    @cuda.jit(device=True, inline=True)
+    def target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n):
+        """Row r's target as the caller gave it, checked here so no host round trip is needed:
+        (t, COUNTED) for a counted t in [0, n); (-1, NOT_COUNTED) where masked out, equal to
+        ``ignore`` or past the last row; (-1, OUT_OF_RANGE) for a counted t outside [0, n)."""
+        if r >= rows:
+            return int64(-1), NOT_COUNTED
+        t = int64(targets[r])
+        if (use_mask and mask[r] == 0) or (use_ignore and t == ignore):
+            return int64(-1), NOT_COUNTED
+        if t < 0 or t >= n:
+            return int64(-1), OUT_OF_RANGE
+        return t, COUNTED
 
     @cuda.jit(device=True, inline=True)
     def row_lse(x, r, lane, n, m, s, bad):
@@ -272,14 +287,15 @@ def kernels(widen: int, group: int = TPB) -> dict:
         return m, s, bad
 
     @cuda.jit
-    def nll_rows(x, targets, out):
-        """out[r] = logsumexp(x[r]) - x[r, t] for t = targets[r] >= 0 (0 where t < 0).
+    def nll_rows(x, targets, mask, use_mask, ignore, use_ignore, out, status):
+        """out[r] = logsumexp(x[r]) - x[r, t] for a counted target t (0 elsewhere); status[r] as ``target_of``.
 
         Each thread keeps an online (max, sum) over its strided elements; one
         group merge. NaN or +inf in the row gives NaN. Every thread reaches
         the merge (no early return: the simulator's merge syncs the block).
         """
-        lane, r, rows, t, n = row_of(x, targets)
+        lane, r, rows, n = row_of(x)
+        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
         m = neg
         s = 0.0
         bad = int64(0)
@@ -291,6 +307,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
         bad = gsum(bad, bi)
         M, S = glse(float64(m), s, bm, bs)
         if lane == 0 and r < rows:
+            status[r] = code
             if t < 0:
                 out[r] = 0.0
             else:
@@ -305,7 +322,8 @@ def kernels(widen: int, group: int = TPB) -> dict:
         NaN/+inf count, and target_logit[r] takes x[r, targets[r] - v0] when the
         target falls in this slice. The CPU's ``_dense.fold_rows`` keeps the same state.
         """
-        lane, r, rows, t, n = row_of(x, targets)
+        lane, r, rows, n = row_of(x)
+        t = targets[r] if r < rows else int64(-1)
         m = neg
         s = 0.0
         bad = int64(0)
@@ -337,12 +355,14 @@ def kernels(widen: int, group: int = TPB) -> dict:
         return gt, eb, ea
 
     @cuda.jit
-    def rank_rows(x, targets, before_ge, after_ge, out):
+    def rank_rows(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, out, status):
         """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
-        ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where t < 0.
+        ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where
+        the target is not counted (or out of range); status[r] as ``target_of``.
         """
-        lane, r, rows, t, n = row_of(x, targets)
+        lane, r, rows, n = row_of(x)
+        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
         gt = int64(0)
         eb = int64(0)
         ea = int64(0)
@@ -365,6 +385,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
         eb = gsum(eb, buf)
         ea = gsum(ea, buf)
         if lane == 0 and r < rows:
+            status[r] = code
             out[r] = -1 if t < 0 else gt + (eb if before_ge else 0) + (ea if after_ge else 0)
 
     @cuda.jit(device=True, inline=True)
