@@ -9,7 +9,8 @@ report a status per row, and only when one is out of range does the host look
 at them (``_validate``, the one validation layer, raises the CPU path's error).
 Host targets are validated on the host and uploaded. Per-row results that a
 scalar is reduced from come back with the statuses in one copy (so reductions
-are the CPU path's, bit for bit).
+are the CPU path's, bit for bit). Kernels and copies queue on the caller's
+current torch/CuPy stream, after the work that made the input.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ class Rows:
     torch_host: bool = False  # host input that was a torch CPU tensor
     dtype: Any = None         # host input's element type (ml_dtypes bfloat16 results are viewed as it)
     torch_device: Any = None  # the tensor's device, for torch input
+    stream: Any = 0           # where our kernels and copies queue: the caller's current stream (0: legacy default)
 
     @property
     def n_classes(self) -> int:
@@ -90,7 +92,7 @@ def device_rows(x: Any, name: str) -> Rows:
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
         return Rows(cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
-                    torch_device=t.device)
+                    torch_device=t.device, stream=_stream(torch.cuda.current_stream(t.device).cuda_stream))
     if is_device_array(x):
         d = x if is_numba_device(x) else cuda.as_cuda_array(x)
         kind = "numba" if is_numba_device(x) else "cupy"
@@ -98,7 +100,13 @@ def device_rows(x: Any, name: str) -> Rows:
         lead, c = V.check_rows_shape(d.shape, name)
         if not d.is_c_contiguous():
             raise ValueError(f"{name} must be C-contiguous on the GPU")
-        return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False)
+        stream = 0
+        if kind == "cupy":
+            import cupy
+
+            stream = _stream(cupy.cuda.get_current_stream().ptr)
+        return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False,
+                    stream=stream)
     a = V.as_array(x, name)  # host input with device="cuda"
     V.require_float(a, name)
     lead, c = V.check_rows_shape(a.data.shape, name)
@@ -106,6 +114,29 @@ def device_rows(x: Any, name: str) -> Rows:
     widen = K.WIDEN_BF16 if a.code == V.BF16 else K.WIDEN_F64 if a.code == V.F64 else K.WIDEN_F32
     data = cuda.to_device(host.view(np.float16) if a.code == V.F16 else host)
     return Rows(data, widen, lead, "host", a.code == V.BF16, a.torch, a.dtype)
+
+
+_STREAMS: dict = {}  # stream handle -> numba's view of it
+
+
+def _stream(ptr: int) -> Any:
+    """numba's handle on a stream of torch or CuPy (0 stays the legacy default stream). Kernels queued there
+    run after the work that made their input, also when the caller works on a stream of its own."""
+    if not ptr:
+        return 0
+    if ptr not in _STREAMS:
+        if len(_STREAMS) > 64:  # callers that make many streams: handles are cheap to remake
+            _STREAMS.clear()
+        _STREAMS[ptr] = _cuda()[0].external_stream(ptr)
+    return _STREAMS[ptr]
+
+
+def _to_host(d: Any, rows: Rows) -> np.ndarray:
+    """A device array copied to the host after the kernels queued on the rows' stream."""
+    out = d.copy_to_host(stream=rows.stream)
+    if not isinstance(rows.stream, int):  # an async copy on the caller's stream: wait for it
+        rows.stream.synchronize()
+    return out
 
 
 def _empty(rows: Rows, shape: tuple, dtype: Any):
@@ -217,9 +248,9 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
     if n:
         _launch_rows(name, rows, *tg.args, *options, out, status)
     if host:
-        h = buf.copy_to_host()
+        h = _to_host(buf, rows)
         return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
-    return out, tg.counted_from(status.copy_to_host() if tg.counted is None else None, rows)
+    return out, tg.counted_from(_to_host(status, rows) if tg.counted is None else None, rows)
 
 
 def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
@@ -236,7 +267,7 @@ def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
         return cupy.asarray(d)
     if rows.kind == "numba":
         return d
-    host = d.copy_to_host()
+    host = _to_host(d, rows)
     if rows.torch_host:
         import torch
 
@@ -251,7 +282,7 @@ def _launch_rows(name: str, rows: Rows, *args) -> None:
     n, c = rows.data.shape
     group = 32 if c <= WARP_ROW_MAX_V else K.TPB
     per_block = K.TPB // group
-    K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB](rows.data, *args)
+    K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB, rows.stream](rows.data, *args)
 
 
 def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
@@ -282,7 +313,8 @@ def topk(x: Any, k: Any, largest: bool):
     idx = _empty(rows, (n, k), np.int64)
     cand_key = _empty(rows, n * k, np.int64)  # scratch for the radix-select path
     cand_idx = _empty(rows, n * k, np.int64)
-    K.kernels(rows.widen)["topk_rows"][n, K.TPB](rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
+    K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx, cand_key,
+                                                              cand_idx)
     shape = rows.lead + (k,)
     return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
 
@@ -313,11 +345,13 @@ class HeadFold:
         self.targets = np.ascontiguousarray(targets, dtype=np.int64)
         self.state: tuple | None = None
         self.t_dev = None
+        self.rows: Rows | None = None  # the first slice's: its stream carries the state
 
     def add(self, logits: Any, v0: int) -> None:
         """Fold ``logits`` (rows, width), the vocabulary's columns [v0, v0 + width)."""
         rows = device_rows(logits, "logits")
         if self.state is None:
+            self.rows = rows
             n = len(self.targets)
             self.t_dev = _upload(rows, self.targets)
             self.state = (_upload(rows, np.full(n, -np.inf)), _upload(rows, np.zeros(n)),
@@ -326,4 +360,4 @@ class HeadFold:
 
     def result(self) -> tuple:
         """(max, sum, bad, target logit) as host arrays."""
-        return tuple(a.copy_to_host() for a in self.state)
+        return tuple(_to_host(a, self.rows) for a in self.state)
