@@ -142,9 +142,11 @@ def report(data: dict) -> str:
                 rel = "-"
             elif info["role"] == "read":
                 rel = f"{ours / t:.2f}x the read time"
+            elif info["role"] == "kernel":  # the call end to end against its own kernels (per-call overhead)
+                rel = f"the call is {ours / t:.2f}x its kernels"
             else:
                 rel = f"{t / ours:,.1f}x faster" if t >= ours else f"{ours / t:.2f}x slower"
-            gbs = f"{info['bytes'] / t / 1e9:.1f}" if info.get("bytes") and info["role"] in ("ours", "read") else ""
+            gbs = f"{info['bytes'] / t / 1e9:.1f}" if info.get("bytes") and info["role"] in ("ours", "read", "kernel") else ""
             if gbs and info.get("peak_bytes_per_s"):  # GPU: against the card's memory bandwidth
                 gbs += f" ({100 * info['bytes'] / t / info['peak_bytes_per_s']:.0f}% of peak)"
             note = f" ({info['note']})" if info.get("note") else ""

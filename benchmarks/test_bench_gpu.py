@@ -14,6 +14,7 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 import turbometrics as tm  # noqa: E402
+from turbometrics import _gpu  # noqa: E402
 
 N, V, K_ACC, K_TOP = 4096, 128256, 5, 50
 # HBM peak by card, bytes/s (NVIDIA data sheets); used when torch cannot report it.
@@ -50,6 +51,28 @@ def data(dtype, n=N, v=V):
     return _data[(dtype, n, v)]
 
 
+_jobs = {}
+
+
+def kernels_only(kind):
+    """Time the kernels of one call alone: buffers, targets and launch prepared once (``_gpu.row_job`` /
+    ``topk_job``), then launch + synchronise. The call's time over this is its per-call overhead."""
+    def run(x, t):
+        key = (kind, x.data_ptr(), x.dtype, tuple(x.shape))
+        if key not in _jobs:
+            _jobs.clear()
+            if kind == "topk":
+                _jobs[key] = _gpu.topk_job(x, K_TOP, True)[-1]
+            else:
+                name, dtype, opts = {"nll": ("nll_rows", "float64", ()),
+                                     "rank": ("rank_rows", "int64", (False, True))}[kind]  # sklearn ties
+                rows = _gpu.device_rows(x, "x")
+                _jobs[key] = _gpu.row_job(name, rows, t, -100, None, dtype, *opts)[-1]
+        _jobs[key]()
+        torch.cuda.synchronize()
+    return run
+
+
 def _acc_torch(x, t, k):
     keep = t != -100
     hit = (x[keep].topk(k, dim=1).indices == t[keep, None]).any(dim=1)
@@ -59,28 +82,39 @@ def _acc_torch(x, t, k):
 CASES = {
     "perplexity f32": ("float32", {
         "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+        "its kernel alone": kernels_only("nll"),
+        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    "perplexity f16": ("float16", {
+        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+        "its kernel alone": kernels_only("nll"),
         "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
     "perplexity bf16": ("bfloat16", {
         "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+        "its kernel alone": kernels_only("nll"),
         "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
         "torch cross_entropy (f32 upcast)": lambda x, t: float(torch.exp(F.cross_entropy(x.float(), t,
                                                                                           ignore_index=-100))),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
     f"topk_accuracy k={K_ACC} f32": ("float32", {
         "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+        "its kernel alone": kernels_only("rank"),
         "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
     f"topk_accuracy k={K_ACC} f32, short rows": ("float32", {
         "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+        "its kernel alone": kernels_only("rank"),
         "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
         "read (torch.sum)": lambda x, t: float(x.sum())}, (100_000, 1000)),
     f"topk k={K_TOP} f32": ("float32", {
         "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+        "its kernel alone": kernels_only("topk"),
         "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
     f"topk k={K_TOP} bf16": ("bfloat16", {
         "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+        "its kernel alone": kernels_only("topk"),
         "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
         "read (torch.sum)": lambda x, t: float(x.sum())}),
 }
@@ -94,7 +128,8 @@ def test_gpu(benchmark, case, impl):
     x, t = data(getattr(torch, dtype), n, v)
     fn = impls[impl]
     benchmark.group = f"GPU {case} ({n}, {v})"
-    role = "ours" if impl == "turbometrics" else "read" if impl.startswith("read") else "torch"
+    roles = {"turbometrics": "ours", "its kernel alone": "kernel"}
+    role = roles.get(impl, "read" if impl.startswith("read") else "torch")
     benchmark.extra_info.update(case=f"GPU {case} ({n}, {v}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
                                 bytes=x.numel() * x.element_size(), peak_bytes_per_s=peak_bandwidth())
     benchmark.pedantic(fn, args=(x, t), rounds=20, iterations=1, warmup_rounds=3)

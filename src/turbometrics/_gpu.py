@@ -240,19 +240,6 @@ def _with_status(rows: Rows, dtype: Any) -> tuple:
     return buf, buf[:n], buf[n:].view(np.uint8)[:n]
 
 
-def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, host: bool, *options):
-    """Run row kernel ``name`` with its targets; (values on the device, or on the host if ``host``; counted mask)."""
-    buf, out, status = _with_status(rows, dtype)
-    tg = device_targets(rows, targets, ignore_index, mask, status)
-    n = len(out)
-    if n:
-        _launch_rows(name, rows, *tg.args, *options, out, status)
-    if host:
-        h = _to_host(buf, rows)
-        return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
-    return out, tg.counted_from(_to_host(status, rows) if tg.counted is None else None, rows)
-
-
 def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
     """A device result in the caller's type: torch tensor, CuPy array, Numba array, or host ndarray/tensor."""
     d = d.reshape(shape)
@@ -285,6 +272,29 @@ def _launch_rows(name: str, rows: Rows, *args) -> None:
     K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB, rows.stream](rows.data, *args)
 
 
+def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *options) -> tuple:
+    """Row kernel ``name``'s buffers (``_with_status``), its targets and its launch, apart from the call so
+    that benchmarks can time the kernel alone: (buf, values, status, Targets, launch)."""
+    buf, out, status = _with_status(rows, dtype)
+    tg = device_targets(rows, targets, ignore_index, mask, status)
+
+    def launch() -> None:
+        if len(out):
+            _launch_rows(name, rows, *tg.args, *options, out, status)
+    return buf, out, status, tg, launch
+
+
+def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, host: bool, *options):
+    """Run row kernel ``name`` with its targets; (values on the device, or on the host if ``host``; counted mask)."""
+    buf, out, status, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options)
+    launch()
+    n = len(out)
+    if host:
+        h = _to_host(buf, rows)
+        return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
+    return out, tg.counted_from(_to_host(status, rows) if tg.counted is None else None, rows)
+
+
 def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
     """Per-row NLL (float64, 0 where not counted; on the host if ``host``), the counted mask, the rows."""
     rows = device_rows(logits, "logits")
@@ -299,9 +309,9 @@ def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index, ho
     return out, counted, rows
 
 
-def topk(x: Any, k: Any, largest: bool):
-    """Top-k values and indices per row on the device (last axis only)."""
-    cuda, K = _cuda()
+def topk_job(x: Any, k: Any, largest: bool) -> tuple:
+    """Top-k's validated rows, output buffers and one launch (apart, for benchmarks): (rows, vals, idx, launch)."""
+    _, K = _cuda()
     rows = device_rows(x, "x")
     if rows.widen == K.WIDEN_F64:
         raise TypeError("x: float64 top-k is not supported on the GPU; use device='cpu'")
@@ -313,9 +323,19 @@ def topk(x: Any, k: Any, largest: bool):
     idx = _empty(rows, (n, k), np.int64)
     cand_key = _empty(rows, n * k, np.int64)  # scratch for the radix-select path
     cand_idx = _empty(rows, n * k, np.int64)
-    K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx, cand_key,
-                                                              cand_idx)
-    shape = rows.lead + (k,)
+
+    def launch() -> None:
+        if n:
+            K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx,
+                                                                      cand_key, cand_idx)
+    return rows, vals, idx, launch
+
+
+def topk(x: Any, k: Any, largest: bool):
+    """Top-k values and indices per row on the device (last axis only)."""
+    rows, vals, idx, launch = topk_job(x, k, largest)
+    launch()
+    shape = rows.lead + (vals.shape[1],)
     return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
 
 
