@@ -143,6 +143,25 @@ def test_topk_half(rng, dtype):
     np.testing.assert_array_equal(v.view(np.uint16), ev.view(np.uint16))
 
 
+@pytest.mark.parametrize("k", [1, 5, 33])
+def test_topk_one_pass_and_its_fallback(rng, k):
+    """Rows of several entries per thread: each thread's four best answer in one pass; a row whose best
+    entries all fall to one thread (stride = threads per block) needs the second pass."""
+    from turbometrics._kernels.cuda import TPB
+
+    n = 9 * TPB + 7
+    x = scores(rng, (5, n))
+    x[1, ::TPB] += 100.0                      # one thread holds the ten best
+    x[2] = np.round(x[2])                     # many ties, also at the cut
+    x[3, [5, TPB + 5, 2 * TPB + 5]] = np.nan  # NaN ranks first
+    x[4] = np.sort(x[4])[::-1]                # descending: the best are spread over the threads in order
+    for largest in (True, False):
+        v, i = tm.topk(dev(x), k, largest=largest)
+        ev, ei = tm.topk(x, k, largest=largest)
+        np.testing.assert_array_equal(i.copy_to_host(), ei)
+        np.testing.assert_array_equal(v.copy_to_host(), ev)
+
+
 def test_lcs_lengths(rng):
     a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30)]
     b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30)]

@@ -401,11 +401,22 @@ def kernels(widen: int, group: int = TPB) -> dict:
             k = (u ^ FULL) if u & 0x80000000 else (u | 0x80000000)
         return k if largest else k ^ FULL
 
+    @cuda.jit(device=True, inline=True)
+    def best4(kk, j, a0, a1, a2, a3, b0, b1, b2, b3):
+        """Key kk (index j) into a thread's four best, for kk > a3; on equal keys the earlier entry stays ahead."""
+        if kk > a0:
+            return kk, a0, a1, a2, j, b0, b1, b2
+        if kk > a1:
+            return a0, kk, a1, a2, b0, j, b1, b2
+        if kk > a2:
+            return a0, a1, kk, a2, b0, b1, j, b2
+        return a0, a1, a2, kk, b0, b1, b2, j
+
     @cuda.jit
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 
-        For k <= TPB, two passes (see the fast path). Otherwise a radix select finds the k-th key (4 passes of 8-bit digits over the row),
+        For k <= TPB, one pass, or two (see the fast path). Otherwise a radix select finds the k-th key (4 passes of 8-bit digits over the row),
         then, when that key is tied, the cut-off index among its ties (a radix
         select over index bits); exactly k candidates are gathered and placed by
         counting the candidates ahead of each.
@@ -414,27 +425,43 @@ def kernels(widen: int, group: int = TPB) -> dict:
         tid = cuda.threadIdx.x
         n = x.shape[1]
         hist = cuda.shared.array(RADIX, int32)
-        state = cuda.shared.array(4, int64)  # prefix, remaining, ties of the k-th key, count
+        state = cuda.shared.array(5, int64)  # prefix, remaining, ties of the k-th key, count, incomplete
         if k <= TPB:
             # Fast path: the k-th largest of the threads' maxima bounds the k-th key from
-            # below, so one more pass gathers a small superset of the answer, ranked in
-            # shared memory. Too many candidates (heavy ties) fall through to the radix select.
+            # below (floor), so the entries >= floor are a small superset of the answer,
+            # ranked in shared memory. Each thread keeps its 4 best entries while it reads:
+            # when no thread's 4th best reaches floor, they hold every entry >= floor and
+            # the row is read once; otherwise a second pass gathers them. Too many
+            # candidates (heavy ties) fall through to the radix select.
             tmax = cuda.shared.array(TPB, int64)
             ck = cuda.shared.array(CAP, int64)
             ci = cuda.shared.array(CAP, int32)
-            mk = int64(-1)
+            a0 = a1 = a2 = a3 = int64(-1)  # this thread's best keys, a0 >= a1 >= a2 >= a3 (-1: none yet)
+            b0 = b1 = b2 = b3 = int64(0)   # their indices; on equal keys the first seen (lowest) stays
             j = tid
             while j + 3 * TPB < n:
                 k0, k1 = key(x, r, j, largest), key(x, r, j + TPB, largest)
                 k2, k3 = key(x, r, j + 2 * TPB, largest), key(x, r, j + 3 * TPB, largest)
-                mk = max(mk, max(max(k0, k1), max(k2, k3)))
+                if max(max(k0, k1), max(k2, k3)) > a3:  # rare once the four are good: one branch a tile
+                    if k0 > a3:
+                        a0, a1, a2, a3, b0, b1, b2, b3 = best4(k0, j, a0, a1, a2, a3, b0, b1, b2, b3)
+                    if k1 > a3:
+                        a0, a1, a2, a3, b0, b1, b2, b3 = best4(k1, j + TPB, a0, a1, a2, a3, b0, b1, b2, b3)
+                    if k2 > a3:
+                        a0, a1, a2, a3, b0, b1, b2, b3 = best4(k2, j + 2 * TPB, a0, a1, a2, a3, b0, b1, b2, b3)
+                    if k3 > a3:
+                        a0, a1, a2, a3, b0, b1, b2, b3 = best4(k3, j + 3 * TPB, a0, a1, a2, a3, b0, b1, b2, b3)
                 j += 4 * TPB
             while j < n:
-                mk = max(mk, key(x, r, j, largest))
+                k0 = key(x, r, j, largest)
+                if k0 > a3:
+                    a0, a1, a2, a3, b0, b1, b2, b3 = best4(k0, j, a0, a1, a2, a3, b0, b1, b2, b3)
                 j += TPB
+            mk = a0
             tmax[tid] = mk
             if tid == 0:
                 state[3] = 0
+                state[4] = 0
             cuda.syncthreads()
             ahead = 0
             for u in range(TPB):
@@ -445,15 +472,26 @@ def kernels(widen: int, group: int = TPB) -> dict:
                 state[0] = mk
             cuda.syncthreads()
             floor = state[0]
-            j = tid
-            while j < n:
-                kk = key(x, r, j, largest)
-                if kk >= floor:
-                    c = cuda.atomic.add(state, 3, 1)
-                    if c < CAP:
-                        ck[c] = kk
-                        ci[c] = j
-                j += TPB
+            if a3 >= floor:  # this thread may hold more entries >= floor than its four
+                state[4] = 1
+            cuda.syncthreads()
+            if state[4] == 0:  # the four best of every thread hold every entry >= floor (at most 4 * TPB <= CAP)
+                for q in range(4):
+                    aq, bq = (a0, b0) if q == 0 else (a1, b1) if q == 1 else (a2, b2) if q == 2 else (a3, b3)
+                    if aq >= floor:
+                        c = cuda.atomic.add(state, 3, 1)
+                        ck[c] = aq
+                        ci[c] = bq
+            else:
+                j = tid
+                while j < n:
+                    kk = key(x, r, j, largest)
+                    if kk >= floor:
+                        c = cuda.atomic.add(state, 3, 1)
+                        if c < CAP:
+                            ck[c] = kk
+                            ci[c] = j
+                    j += TPB
             cuda.syncthreads()
             nc = state[3]
             if nc <= CAP:
