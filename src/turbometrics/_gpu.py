@@ -222,6 +222,8 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
 def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targets:
     """Targets (and mask) for a row kernel; ``spare`` (any uint8 device array) stands in for a missing mask."""
     ignore = None if ignore_index is None else V.check_int(ignore_index, "ignore_index")
+    if ignore is not None and not -2**63 <= ignore < 2**63:  # no int32/int64 target can equal it
+        ignore = None
     t = _flat_on_device(targets, rows, ("int64", "int32"))
     m = None if mask is None else _flat_on_device(mask, rows, ("bool",))
     if t is not None and (mask is None or m is not None):

@@ -106,6 +106,8 @@ def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
         tm.perplexity(dev(x), dev(t.reshape(3, 2)))
     with pytest.raises(ValueError, match="mask has shape"):
         tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.reshape(3, 2)))
+    assert tm.perplexity(dev(x), dev(np.abs(t) % 20), ignore_index=2**70) == pytest.approx(  # beyond int64
+        tm.perplexity(x, np.abs(t) % 20, ignore_index=2**70), rel=1e-6)
     # an integer 0/1 mask on the device takes the host's check (values must be 0 or 1)
     assert tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.astype(np.uint8))) == pytest.approx(
         tm.perplexity(x, t, ignore_index=-100, mask=m), rel=1e-6)
