@@ -19,7 +19,7 @@ import numpy as np
 from . import _validate as V
 from ._arrays import is_torch
 from ._ext import _dense
-from .language_model import REDUCTIONS, Perplexity
+from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
 GPU_BUDGET_MAX = 1 << 30   # on a GPU: a quarter of the free memory, at most this (wide slices keep cuBLAS busy)
@@ -133,10 +133,39 @@ def _finish(M, S, bad, tl) -> np.ndarray:
     return out
 
 
+class _CpuFold:
+    """Rows' running log-sum-exp on the CPU, one logits slice at a time (``_dense.fold_rows``): the state
+    (max, sum, NaN/+inf flag, target logit) that ``_gpu.HeadFold`` keeps on a GPU, with the same methods."""
+
+    def __init__(self, targets: np.ndarray, threads: int):
+        n = len(targets)
+        self.targets, self.threads = targets, threads
+        self.state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n))
+
+    def add(self, logits: Any, v0: int) -> None:
+        """Fold ``logits`` (rows, width), the vocabulary's columns [v0, v0 + width): a float32/float64 ndarray
+        or a contiguous torch CPU tensor of any float dtype."""
+        if is_torch(logits):
+            import torch
+
+            code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
+            x = (logits.view(torch.int16) if logits.dtype == torch.bfloat16 else logits).numpy()
+            code = code[logits.dtype]
+        else:
+            x, code = logits, V.F32 if logits.dtype == np.float32 else V.F64
+        M, S, bad, tl = self.state
+        _dense.fold_rows(x[:, None, :], code, M, S, bad, self.threads)
+        t = self.targets
+        live = np.flatnonzero((t >= v0) & (t < v0 + x.shape[1]))
+        tl[live] = _to_float64(x[live, t[live] - v0], code)
+
+    def result(self) -> tuple:
+        return self.state
+
+
 def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
     n = len(t_rows)
-    M, S = np.full(n, -np.inf), np.zeros(n)
-    bad, tl = np.zeros(n, np.uint8), np.zeros(n)
+    fold = _CpuFold(t_rows, threads)
     buf = np.empty(n * width, dtype=hb.dtype)
     for v0 in range(0, w.shape[0], width):
         v1 = min(v0 + width, w.shape[0])
@@ -146,42 +175,32 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
             logits += b[v0:v1]
         if logit_map is not None:
             logits = np.ascontiguousarray(_mapped(logit_map, logits))
-        _dense.fold_rows(logits[:, None, :], V.F32 if hb.dtype == np.float32 else V.F64, M, S, bad, threads)
-        live = np.flatnonzero((t_rows >= v0) & (t_rows < v1))
-        tl[live] = logits[live, t_rows[live] - v0]
-    return _finish(M, S, bad, tl)
+        fold.add(logits, v0)
+    return _finish(*fold.result())
 
 
 def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None) -> np.ndarray:
     """One block of rows from torch tensors, multiplied by ``F.linear`` a slice at a time; each slice folded
-    by our kernel: ``_dense.fold_rows`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
+    by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
     True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
     import torch
     import torch.nn.functional as F
 
     on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
-    n = len(rows)
     hb = h[torch.as_tensor(rows, device=h.device)]
     if on_gpu:
         from ._gpu import HeadFold
         fold = HeadFold(t_rows)
     else:
-        M, S, bad, tl = np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n)
-        code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
+        fold = _CpuFold(t_rows, threads)
     with torch.no_grad():
         for v0 in range(0, w.shape[0], width):
             v1 = min(v0 + width, w.shape[0])
             logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
             if logit_map is not None:
                 logits = _mapped(logit_map, logits).contiguous()
-            if on_gpu:
-                fold.add(logits, v0)
-                continue
-            x = logits if logits.dtype != torch.bfloat16 else logits.view(torch.int16)
-            _dense.fold_rows(x.numpy()[:, None, :], code[logits.dtype], M, S, bad, threads)
-            live = np.flatnonzero((t_rows >= v0) & (t_rows < v1))
-            tl[live] = logits[torch.from_numpy(live), torch.from_numpy(t_rows[live] - v0)].double().numpy()
-    return _finish(*fold.result()) if on_gpu else _finish(M, S, bad, tl)
+            fold.add(logits, v0)
+    return _finish(*fold.result())
 
 
 def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None, ignore_index: int | None = None,
