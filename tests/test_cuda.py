@@ -48,6 +48,9 @@ PTX = textwrap.dedent("""
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])"))
+    for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows only
+        jobs.append(("nll_rows", K.kernels(K.WIDEN_BF16_PAIRS, group)["nll_rows"], "void(int32[:, ::1], "
+                     "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
     jobs.append(("lcs_pairs", K.lcs_pairs,
                  "void(int32[::1], int64[::1], int32[::1], int64[::1], int64[::1], int32[::1], int64[::1])"))
     n = 0

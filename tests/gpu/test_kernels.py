@@ -55,6 +55,22 @@ def test_token_nll_dtypes(rng, dtype, row_kernel):
     np.testing.assert_allclose(got, expect, rtol=1e-6)
 
 
+@pytest.mark.parametrize("v", [300, 301])
+def test_bf16_pairs(rng, v, row_kernel):
+    """bf16 rows of even length are read two elements a load (32-bit words), odd ones one at a time: the
+    same NLLs either way, targets and NaN/+inf in either half of a word."""
+    x = scores(rng, (6, v)).astype(BF16)
+    t = np.array([0, 1, v - 1, v - 2, 7, 150])
+    x[4, 9] = np.nan               # odd index: a word's high half
+    x[5, 10] = np.inf              # even index: a low half
+    x[3, 299] = 30.0               # the maximum in the last word (or the odd tail)
+    got = tm.token_nll(x, t, device="cuda")
+    expect = tm.token_nll(x, t)
+    np.testing.assert_allclose(got[:4], expect[:4], rtol=1e-6)
+    assert np.isnan(got[4:]).all() and np.isnan(expect[4:]).all()
+    assert tm.perplexity(x[:4], t[:4], device="cuda") == pytest.approx(tm.perplexity(x[:4], t[:4]), rel=1e-6)
+
+
 @pytest.mark.parametrize("ties", ["sklearn", "optimistic", "pessimistic"])
 def test_ranks_exact(rng, ties, row_kernel):
     x = scores(rng, (6, 33), ties=True)

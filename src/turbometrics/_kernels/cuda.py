@@ -34,6 +34,8 @@ NOT_COUNTED, COUNTED, OUT_OF_RANGE = 0, 1, 2
 
 # widening of a stored element to the type it is compared/summed in
 WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
+# bf16 rows of even length read as 32-bit words, two elements a load (nll_rows only): twice the bytes in flight
+WIDEN_BF16_PAIRS = 3
 
 
 if SIM:
@@ -44,6 +46,10 @@ if SIM:
     @cuda.jit(device=True, inline=True)
     def _bf16_to_f32(b):
         return np.array([(int(b) & 0xFFFF) << 16], np.uint32).view(np.float32)[0]
+
+    @cuda.jit(device=True, inline=True)
+    def _bits_f32(u):
+        return np.array([int(u) & FULL], np.uint32).view(np.float32)[0]
 
     @cuda.jit(device=True, inline=True)
     def _f32_bits(v):
@@ -99,6 +105,10 @@ else:
     @cuda.jit(device=True, inline=True)
     def _bf16_to_f32(b):
         return cuda.libdevice.int_as_float(int32((int32(b) & 0xFFFF) << 16))
+
+    @cuda.jit(device=True, inline=True)
+    def _bits_f32(u):
+        return cuda.libdevice.int_as_float(int32(u))
 
     @cuda.jit(device=True, inline=True)
     def _f32_bits(v):
@@ -190,6 +200,17 @@ def _merge(m1, s1, m2, s2):
     return m2, s2 + s1 * math.exp(m1 - m2)
 
 
+@cuda.jit(device=True, inline=True)
+def _lo_bf16(w):
+    """The bf16 in the low half of a 32-bit word (the earlier element: little-endian), as float32."""
+    return _bits_f32(w << 16)
+
+
+@cuda.jit(device=True, inline=True)
+def _hi_bf16(w):
+    return _bits_f32(w & -65536)  # 0xFFFF0000 as a signed 32-bit mask
+
+
 @lru_cache(maxsize=None)
 def kernels(widen: int, group: int = TPB) -> dict:
     """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64).
@@ -201,10 +222,17 @@ def kernels(widen: int, group: int = TPB) -> dict:
     G = group
     RPB = TPB // G  # rows per block
     gsum, glse = _group_sum(G), _group_lse(G)
+    PAIRS = widen == WIDEN_BF16_PAIRS
+    SPAN = 2 if PAIRS else 1  # elements per stored item
     if widen == WIDEN_BF16:
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):  # unsigned indices (never negative here): no wraparound code per load
             return _bf16_to_f32(x[uint64(r), uint64(j)])
+    elif PAIRS:
+        @cuda.jit(device=True, inline=True)
+        def load(x, r, j):  # element j: a half of word j // 2
+            w = x[uint64(r), uint64(j) >> uint64(1)]
+            return _lo_bf16(w) if (j & 1) == 0 else _hi_bf16(w)
     elif widen == WIDEN_F64:
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
@@ -257,7 +285,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
     def row_of(x):
         """This thread's lane in its group, its row, the row count, the row length."""
         tid = cuda.threadIdx.x
-        return tid % G, cuda.blockIdx.x * RPB + tid // G, x.shape[0], x.shape[1]
+        return tid % G, cuda.blockIdx.x * RPB + tid // G, x.shape[0], x.shape[1] * SPAN
 
     @cuda.jit(device=True, inline=True)
     def target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n):
@@ -274,8 +302,28 @@ def kernels(widen: int, group: int = TPB) -> dict:
         return t, COUNTED
 
     @cuda.jit(device=True, inline=True)
+    def row_lse_pairs(x, r, lane, m, s, bad):
+        """row_lse over 32-bit words of two bf16 each: four words (eight elements) in flight."""
+        nw = x.shape[1]
+        j = lane
+        while j + 3 * G < nw:
+            w0, w1 = x[uint64(r), uint64(j)], x[uint64(r), uint64(j + G)]
+            w2, w3 = x[uint64(r), uint64(j + 2 * G)], x[uint64(r), uint64(j + 3 * G)]
+            m, s, bad = lse_tile(_lo_bf16(w0), _hi_bf16(w0), _lo_bf16(w1), _hi_bf16(w1), m, s, bad)
+            m, s, bad = lse_tile(_lo_bf16(w2), _hi_bf16(w2), _lo_bf16(w3), _hi_bf16(w3), m, s, bad)
+            j += 4 * G
+        while j < nw:
+            w = x[uint64(r), uint64(j)]
+            m, s, bad = lse_step(_lo_bf16(w), m, s, bad)
+            m, s, bad = lse_step(_hi_bf16(w), m, s, bad)
+            j += G
+        return m, s, bad
+
+    @cuda.jit(device=True, inline=True)
     def row_lse(x, r, lane, n, m, s, bad):
         """This thread's online (max, sum, bad count) over its strided elements of row r, four loads in flight."""
+        if PAIRS:
+            return row_lse_pairs(x, r, lane, m, s, bad)
         j = lane
         while j + 3 * G < n:
             m, s, bad = lse_tile(load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G),
