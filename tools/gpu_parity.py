@@ -74,4 +74,24 @@ ids = np.random.default_rng(0).integers(0, 5000, 3000)
 cpu_ppl = tm.lm_perplexity(lm, ids, max_length=256, stride=128, batch_size=4)
 gpu_ppl = tm.lm_perplexity(lm.cuda(), ids, max_length=256, stride=128, batch_size=4)
 check("lm_perplexity CUDA model vs CPU", abs(gpu_ppl / cpu_ppl - 1) < 1e-6, f"{gpu_ppl!r} {cpu_ppl!r}")
+# a side stream (non-blocking: no implicit order with the legacy default stream): our kernels and copies must
+# queue there, after the work that writes the logits
+side = torch.cuda.Stream()
+x, t = x[:512].contiguous(), t[:512].clamp(min=0)
+with torch.cuda.stream(side):
+    xs = x.clone()
+    for _ in range(50):  # keep the side stream busy: a kernel on another stream would read too early
+        xs = (xs * 1.0001).contiguous()
+    got, ranks = tm.perplexity(xs, t), tm.target_rank(xs, t).cpu()
+torch.cuda.synchronize()
+check("perplexity on a side stream vs CPU", abs(got / tm.perplexity(xs.cpu(), t.cpu()) - 1) < 1e-6)
+check("target_rank on a side stream vs CPU (exact)", np.array_equal(ranks.numpy(),
+                                                                    tm.target_rank(xs.cpu(), t.cpu()).numpy()))
+bad = t.clone()
+bad[7] = V + 5
+try:
+    tm.perplexity(x, bad)
+    check("a device target out of range raises", False)
+except ValueError as e:
+    check("a device target out of range raises the CPU path's error", "targets must lie in" in str(e), str(e))
 sys.exit(1 if failed else 0)
