@@ -11,10 +11,26 @@ if not (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or os.environ.get("TURBOME
     collect_ignore = ["gpu"]
 
 # What the GPU checks (tests/test_cuda.py), the SIMD paths (tests/test_simd_paths.py) and the
-# other builds (tests/test_portability.py) did, printed at the end of every run.
+# other builds (tests/test_portability.py) did, printed at the end of every run (from every xdist worker).
 GPU_REPORT: list[str] = []
 SIMD_REPORT: list[str] = []
 BUILD_REPORT: list[str] = []
+
+
+_REPORTS = {"gpu": GPU_REPORT, "simd": SIMD_REPORT, "build": BUILD_REPORT}
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist each worker hands its report lines to the controller, which prints the summary."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["turbometrics_reports"] = {k: list(v) for k, v in _REPORTS.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for k, lines in getattr(node, "workeroutput", {}).get("turbometrics_reports", {}).items():
+        _REPORTS[k].extend(lines)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -22,7 +38,7 @@ def pytest_terminal_summary(terminalreporter):
                          ("other compilers, targets and builds", BUILD_REPORT)):
         if lines:
             terminalreporter.section(title)
-            for line in lines:
+            for line in dict.fromkeys(lines):  # in order, once (several workers may note the same fact)
                 terminalreporter.write_line(line)
 
 
