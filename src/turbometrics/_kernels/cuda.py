@@ -334,6 +334,22 @@ def kernels(widen: int, group: int = TPB) -> dict:
             j += G
         return m, s, bad
 
+    @cuda.jit(device=True, inline=True)
+    def group_lse(x, r, lane, n, active):
+        """Row r's log-sum-exp as (max, sum of exp(v - max)) in float64 and its NaN/+inf count, merged over
+        the group; every thread must call it (the merge syncs the block), ``active`` ones read the row."""
+        m = neg
+        s = 0.0
+        bad = int64(0)
+        if active:
+            m, s, bad = row_lse(x, r, lane, n, m, s, bad)
+        bm = cuda.shared.array(TPB, float64)
+        bs = cuda.shared.array(TPB, float64)
+        bi = cuda.shared.array(TPB, int64)
+        bad = gsum(bad, bi)
+        M, S = glse(float64(m), s, bm, bs)
+        return M, S, bad
+
     @cuda.jit
     def nll_rows(x, targets, mask, use_mask, ignore, use_ignore, out, status):
         """out[r] = logsumexp(x[r]) - x[r, t] for a counted target t (0 elsewhere); status[r] as ``target_of``.
@@ -344,16 +360,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
         """
         lane, r, rows, n = row_of(x)
         t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
-        m = neg
-        s = 0.0
-        bad = int64(0)
-        if t >= 0:
-            m, s, bad = row_lse(x, r, lane, n, m, s, bad)
-        bm = cuda.shared.array(TPB, float64)
-        bs = cuda.shared.array(TPB, float64)
-        bi = cuda.shared.array(TPB, int64)
-        bad = gsum(bad, bi)
-        M, S = glse(float64(m), s, bm, bs)
+        M, S, bad = group_lse(x, r, lane, n, t >= 0)
         if lane == 0 and r < rows:
             status[r] = code
             if t < 0:
@@ -372,16 +379,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
         """
         lane, r, rows, n = row_of(x)
         t = targets[r] if r < rows else int64(-1)
-        m = neg
-        s = 0.0
-        bad = int64(0)
-        if r < rows:
-            m, s, bad = row_lse(x, r, lane, n, m, s, bad)
-        bm = cuda.shared.array(TPB, float64)
-        bs = cuda.shared.array(TPB, float64)
-        bi = cuda.shared.array(TPB, int64)
-        bad = gsum(bad, bi)
-        M, S = glse(float64(m), s, bm, bs)
+        M, S, bad = group_lse(x, r, lane, n, r < rows)
         if lane == 0 and r < rows:
             run_m[r], run_s[r] = _merge(run_m[r], run_s[r], M, S)
             run_bad[r] += bad
