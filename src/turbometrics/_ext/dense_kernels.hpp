@@ -91,19 +91,20 @@ template <class K> struct Exp;
 template <> struct Exp<float> {
   static constexpr float LOW = -87.0f;  // e^LOW is still a normal float
   // 2^t, t = d log2(e): t = n + f, |f| <= 1/2; 2^f by a degree-5 polynomial
-  // (relative error 1.6e-7 with float rounding), 2^n built in the exponent bits.
+  // (relative error 2.4e-7 with float rounding), 2^n built in the exponent bits.
   // The rounding constant 1.5*2^23 + 127 leaves n + 127 in big's low mantissa
   // bits, and shifting big's bits left by 23 drops everything else.
+  // The polynomial goes in three independent pairs joined by f^2 and f^4
+  // (Estrin), not Horner's one chain of ten: the loop is bound by latency, not
+  // by the adders (Zen 1, AVX2: 1.06 -> 0.93 ns a logit; FMA Horner: 0.90).
   static TM_INLINE Pack<float> of(const Pack<float>& d) {
     const float MAGIC = 12582912.0f;
     Pack<float> t = d * 1.44269504088896341f;
     Pack<float> big = t + MAGIC;
     Pack<float> f = t - (big - MAGIC);
-    Pack<float> p = f * 1.3264719163998961e-3f + 9.671513922512531e-3f;
-    p = p * f + 5.550733953714371e-2f;
-    p = p * f + 2.4022242426872253e-1f;
-    p = p * f + 6.931470036506653e-1f;
-    p = p * f + 1.0f;
+    Pack<float> f2 = f * f;
+    Pack<float> p = (f * 5.550733953714371e-2f + 2.4022242426872253e-1f) * f2 + (f * 6.931470036506653e-1f + 1.0f);
+    p = p + (f * 1.3264719163998961e-3f + 9.671513922512531e-3f) * (f2 * f2);
     Pack<float> r;  // p * 2^n as an integer add to p's exponent (p in [0.7, 1.42], n >= -126: stays normal)
     typedef typename Vec<float>::I I;
     for (int q = 0; q < U; ++q) r.v[q] = (typename Vec<float>::V)((I)p.v[q] + ((I)big.v[q] << 23));
@@ -244,8 +245,7 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
 
 template <class L>
 static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
-  using S = typename L::S; using K = typename L::K;
-  constexpr int W = Pack<K>::LANES;
+  using S = typename L::S;
   const S* x = reinterpret_cast<const S*>(row);
   if constexpr (sizeof(S) == 2) {
     // No max shift is needed while the sum stays a normal double: terms lost to
