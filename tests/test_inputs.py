@@ -1,6 +1,9 @@
 """Input coercion: zero-copy views of NumPy/torch/DLPack memory, and their results."""
 import numpy as np
+import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import turbometrics as tm
 from turbometrics import _validate as V
@@ -43,3 +46,35 @@ def test_non_contiguous_torch_tensors():
     v, i = tm.topk(x.T, 3, axis=0)
     tv, ti = torch.topk(x.T, 3, dim=0)
     assert torch.equal(v, tv) and torch.equal(i, ti)
+
+
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, ">i8", ">u2"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from(INT_DTYPES), n=st.integers(0, 40), n_classes=st.integers(1, 300),
+       ignore=st.one_of(st.none(), st.integers(-2**70, 2**70), st.integers(-3, 300)),
+       masked=st.booleans(), data=st.data())
+def test_targets_check_matches_numpy(dtype, n, n_classes, ignore, masked, data):
+    """The compiled one-pass check of as_targets against the obvious NumPy steps, in every integer dtype
+    (big-endian too), with ignore_index inside and outside the dtype's range, masks, and bad values."""
+    info = np.iinfo(np.dtype(dtype))
+    lo, hi = max(int(info.min), -5), min(int(info.max), n_classes + 5)
+    vals = data.draw(st.lists(st.integers(lo, hi) | st.sampled_from([int(info.min), int(info.max)]),
+                              min_size=n, max_size=n))
+    t = np.array(vals, dtype=dtype).reshape(-1)[::-1]  # a strided view too
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool) if masked else None
+    counted = np.ones(n, bool) if ignore is None else np.array([v != ignore for v in t.tolist()], bool)
+    if mask is not None:
+        counted &= mask
+    live = [v for v, c in zip(t.tolist(), counted) if c]
+    out_of_range = [v for v in live if not 0 <= v < n_classes]
+    if out_of_range:
+        bad = min(live) if min(live) < 0 else max(live)
+        with pytest.raises(ValueError, match=f"found {bad}$"):
+            V.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
+        return
+    t64, got = V.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
+    np.testing.assert_array_equal(got, counted)
+    np.testing.assert_array_equal(t64, np.where(counted, np.array(t.tolist(), dtype=object), -1).astype(np.int64))
+    assert t64.dtype == np.int64 and t64.flags.c_contiguous

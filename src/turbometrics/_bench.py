@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 import turbometrics as tm
-from turbometrics import slow
+from turbometrics import _validate as V, slow
 
 
 def have(module: str) -> bool:
@@ -75,7 +75,7 @@ def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
 
 
 def _threads() -> int:
-    return os.cpu_count() or 1
+    return V.default_threads()
 
 
 def _torch():

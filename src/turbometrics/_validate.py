@@ -5,6 +5,7 @@ trust what they are given (no bounds checks), so nothing unchecked may pass.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import os
 from dataclasses import dataclass
@@ -155,6 +156,8 @@ def as_int_array(x: Any, name: str) -> np.ndarray:
         raise TypeError(f"{name} must hold integers, got dtype bfloat16")
     if a.dtype == np.bool_ or a.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    if not a.dtype.isnative:  # big-endian data: compiled code reads native numbers
+        a = a.astype(a.dtype.newbyteorder("="))
     return a
 
 
@@ -179,24 +182,31 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
     Positions equal to ``ignore_index`` or where ``mask`` is False are not
     counted; every counted target must lie in [0, n_classes).
     """
+    from ._ext import _dense
+
     t = as_int_array(targets, name)
     if t.shape != tuple(shape):
         raise ValueError(f"{name} has shape {t.shape}, expected {tuple(shape)} to match the scores")
-    counted = np.ones(t.shape, dtype=bool)
+    ignore = None
     if ignore_index is not None:
         check_int(ignore_index, "ignore_index")
-        counted &= t != ignore_index
-    if mask is not None:
-        counted &= as_mask(mask, t.shape)
-    if n_classes is not None and counted.any():
-        live = t[counted]  # checked in its own dtype: a cast could wrap a huge value into range
-        lo, hi = int(live.min()), int(live.max())
-        if lo < 0 or hi >= n_classes:
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"{name} must lie in [0, {n_classes}) (or be ignored/masked); found {bad}")
-    t64 = np.array(t, dtype=np.int64, order="C").reshape(-1)  # a fresh array: written below
-    t64[~counted.reshape(-1)] = -1        # the kernels skip negative targets
-    return np.ascontiguousarray(t64), counted
+        info = _iinfo(t.dtype)
+        if info.min <= ignore_index <= info.max:  # else no target can equal it
+            ignore = ignore_index
+    keep = None if mask is None else np.ascontiguousarray(as_mask(mask, t.shape)).reshape(-1).view(np.uint8)
+    t64 = np.empty(t.size, dtype=np.int64)  # -1 where not counted: the kernels skip negative targets
+    counted = np.empty(t.shape, dtype=bool)
+    bad = _dense.targets(np.ascontiguousarray(t).reshape(-1), ignore, keep,
+                         -1 if n_classes is None else n_classes, t64, counted.reshape(-1).view(np.uint8))
+    if bad is not None:
+        lo, hi = bad
+        raise ValueError(f"{name} must lie in [0, {n_classes}) (or be ignored/masked); found {lo if lo < 0 else hi}")
+    return t64, counted
+
+
+@functools.cache
+def _iinfo(dtype: np.dtype) -> np.iinfo:
+    return np.iinfo(dtype)
 
 
 def check_int(v: Any, name: str, minimum: int | None = None) -> int:
@@ -251,10 +261,19 @@ def check_random_state(seed: Any, name: str = "random_state") -> np.random.Rando
     raise ValueError(f"{name} must be None, an int or a numpy RandomState; got {seed!r}")
 
 
+@functools.cache
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity, as OpenMP counts them), looked up once:
+    os.cpu_count() costs ~17 us a call here, as much as a small kernel."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def check_threads(num_threads: Any) -> int:
-    """None -> every core; else a positive int."""
+    """None -> every core this process may use; else a positive int."""
     if num_threads is None:
-        return os.cpu_count() or 1
+        return default_threads()
     n = check_int(num_threads, "num_threads")
     if n < 1:
         raise ValueError(f"num_threads must be >= 1, got {n}")

@@ -12,6 +12,8 @@ import platform
 import sys
 from typing import Any
 
+from ._validate import default_threads
+
 
 def _cpu_model() -> str:
     try:
@@ -83,7 +85,7 @@ def config() -> dict[str, dict[str, Any]]:
                          "platform": f"{platform.system()} {platform.machine()}"},
         "CPU": {"model": _cpu_model(), "cores": os.cpu_count()},
         "SIMD paths": _simd(),
-        "threads": {"backend": _dense.THREADING, "default num_threads": os.cpu_count() or 1,
+        "threads": {"backend": _dense.THREADING, "default num_threads": default_threads(),
                     "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")},
         "Numba": _numba(),
         "GPU": _gpu(),

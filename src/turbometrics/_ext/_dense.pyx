@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 from libc.math cimport ldexp, isfinite
-from libc.stdint cimport int64_t, uint8_t, uint64_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 
 cdef extern from "dense.hpp" namespace "tmk":
     cdef cppclass Rows:
@@ -153,6 +153,54 @@ def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):
         if r.B * r.T > 0:
             c_topk_rows(r, code, itemsize, k, largest, sorted, pv, &pi[0, 0], nthreads)
     return vals, idx
+
+
+ctypedef fused target_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+def targets(const target_t[::1] t, ignore, const uint8_t[::1] keep, int64_t n_classes, int64_t[::1] out,
+            uint8_t[::1] counted):
+    """One pass over flat integer targets: counted[i] = (t[i] != ignore) and keep[i] (``ignore`` None, or a
+    value of t's dtype; ``keep`` None or uint8), out[i] = t[i] where counted, else -1. Returns None when every
+    counted target lies in [0, n_classes) (no check for n_classes < 0), else the offending (lowest, highest)
+    counted values as Python ints: the caller words the error."""
+    cdef Py_ssize_t i, n = t.shape[0]
+    if out.shape[0] != n or counted.shape[0] != n or (keep is not None and keep.shape[0] != n):
+        raise ValueError("targets, mask and outputs must have the same length")
+    cdef bint has_ignore = ignore is not None, has_keep = keep is not None, check = n_classes >= 0
+    cdef target_t iv = ignore if has_ignore else 0
+    cdef target_t lo = 0, hi = 0
+    cdef bint seen = False, unsigned = <target_t>-1 > 0
+    cdef target_t v
+    cdef uint8_t c
+    with nogil:
+        for i in range(n):
+            v = t[i]
+            c = not (has_ignore and v == iv) and not (has_keep and keep[i] == 0)
+            counted[i] = c
+            out[i] = <int64_t>v if c else -1
+            if c:
+                if not seen:
+                    lo = hi = v
+                    seen = True
+                elif v < lo:
+                    lo = v
+                elif v > hi:
+                    hi = v
+    if not (check and seen):
+        return None
+    # In their own type: a cast could wrap a huge value into range.
+    if (not unsigned and <int64_t>lo < 0) or (<uint64_t>hi if unsigned else <uint64_t><int64_t>hi) >= <uint64_t>n_classes:
+        return lo, hi
+    return None
 
 
 def exact_bins(const double[::1] v, int64_t[::1] hi, int64_t[::1] lo, int64_t offset):

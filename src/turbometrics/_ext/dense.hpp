@@ -158,10 +158,15 @@ static inline const char* path_name(int i) { return PATHS[i]->name; }
 static std::atomic<const Kernels*> active{nullptr};
 static inline void use_path(int i) { active.store(PATHS[i]); }
 
+// Rows per chunk of the parallel loop: up to 16 short rows, down to one long row, so that a few
+// long rows (8 x 50,257) still spread over the threads. Each row's result is its own: any chunking
+// gives the same bits.
+static inline int64_t row_chunk(int64_t V) { return std::max<int64_t>(1, std::min<int64_t>(16, 65536 / V)); }
+
 // out[r] = logsumexp(row r) - row r[targets[r]]; rows with a negative target are skipped (0).
 static inline void nll_rows(const Rows x, int code, const int64_t* targets, double* out, int nthreads) {
   const NllFn fn = active.load()->nll[code];
-  tmp::parallel_for(x.B * x.T, 16, nthreads, [] { return 0; }, [&](int, int64_t r) {
+  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
     out[r] = targets[r] < 0 ? 0.0 : fn(x.row(r), x.V, targets[r]);
   });
 }
@@ -170,7 +175,7 @@ static inline void nll_rows(const Rows x, int code, const int64_t* targets, doub
 // +inf or NaN (its state is then left alone).
 static inline void fold_rows(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) {
   const FoldFn fn = active.load()->fold[code];
-  tmp::parallel_for(x.B * x.T, 16, nthreads, [] { return 0; }, [&](int, int64_t r) {
+  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
     if (!bad[r] && !fn(x.row(r), x.V, M[r], S[r])) bad[r] = 1;
   });
 }
@@ -182,7 +187,7 @@ static inline void topk_rows(const Rows x, int code, int64_t itemsize, int64_t k
   const int64_t cap = k + std::max<int64_t>(k, 64);  // candidate buffer: k + slack
   // A candidate is (value as K <= 8 bytes, int64 index): 16 bytes covers every K.
   tmp::parallel_for(
-      x.B * x.T, 16, nthreads, [&] { return std::vector<unsigned char>((size_t)cap * 16); },
+      x.B * x.T, row_chunk(x.V), nthreads, [&] { return std::vector<unsigned char>((size_t)cap * 16); },
       [&](std::vector<unsigned char>& buf, int64_t r) {
         fn(x.row(r), x.V, k, largest, sorted, buf.data(), cap, out_v + r * k * itemsize, out_i + r * k);
       });
