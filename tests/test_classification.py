@@ -128,6 +128,20 @@ def test_topk_values_equal_torch_and_indices_follow_tie_rule(rng, dtype, largest
         assert v.dtype == x.dtype and i.dtype == np.int64
 
 
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), n=st.integers(33, 300), k=st.integers(1, 20), largest=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float16, np.float64]))
+def test_topk_small_k_heap_with_nan_inf_and_ties(data, n, k, largest, dtype):
+    """k <= 16 keeps a heap and scans 32 at a time: NaN (a NaN threshold too), +-inf and ties anywhere in
+    rows longer than one scan, on both sides of the heap/buffer switch (k = 16, 17)."""
+    k = min(k, n)
+    vals = st.sampled_from([0.0, 1.0, -1.0, 2.0, float("nan"), float("inf"), float("-inf")]) | st.floats(-9, 9)
+    x = np.array(data.draw(st.lists(st.lists(vals, min_size=n, max_size=n), min_size=1, max_size=4)), dtype)
+    v, i = tm.topk(x, k, largest=largest)
+    np.testing.assert_array_equal(i, ref_topk_indices(x, k, largest))
+    np.testing.assert_array_equal(v, np.take_along_axis(x, i, axis=1))
+
+
 def test_topk_bfloat16_and_torch_in_torch_out(rng):
     x = torch.randn(16, 1000).bfloat16()
     v, i = tm.topk(x, 9)
