@@ -319,7 +319,12 @@ static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorte
     }
   };
   for (; i + SCAN <= V; i += SCAN) {
-    uint32_t bits = 0;  // the lanes that may enter (a vector compare and a mask); only those are read again
+    int any = 0;  // a plain OR-reduction: the vectorizer's bread and butter, at this path's width
+    for (int l = 0; l < SCAN; ++l) any |= may_enter<K, LARGEST>(L::get(x[i + l]), thr);
+    if (!any) continue;
+    // The lanes that may enter, as bits (SSE2 has no per-lane shift: built here, off the hot loop);
+    // only those are read again.
+    uint32_t bits = 0;
     for (int l = 0; l < SCAN; ++l) bits |= (uint32_t)may_enter<K, LARGEST>(L::get(x[i + l]), thr) << l;
     for (; bits; bits &= bits - 1) {
       int l = __builtin_ctz(bits);
