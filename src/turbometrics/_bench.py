@@ -74,14 +74,10 @@ def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
                           timeout=1200)
 
 
-def _threads() -> int:
-    return V.default_threads()
-
-
 def _torch():
     import torch
 
-    torch.set_num_threads(_threads())  # the same thread count as our kernels
+    torch.set_num_threads(V.default_threads())  # the same thread count as our kernels
     return torch
 
 
@@ -708,7 +704,7 @@ def run(quick: bool = True, repeat: int = 3, out=sys.stdout) -> list[dict]:
     """Time every case and print a table of seconds and speed-ups of turbometrics against each."""
     rows = []
     print(f"turbometrics {tm.__version__} bench ({'quick' if quick else 'full'} sizes, "
-          f"{_threads()} threads, best of {repeat})", file=out)
+          f"{V.default_threads()} threads, best of {repeat})", file=out)
     for case in cases(quick):
         d = case.setup()
         print(f"\n{case.name}", file=out)
