@@ -142,6 +142,25 @@ def test_topk_small_k_heap_with_nan_inf_and_ties(data, n, k, largest, dtype):
     np.testing.assert_array_equal(v, np.take_along_axis(x, i, axis=1))
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(60, 700), k=st.integers(1, 16), largest=st.booleans(),
+       dtype=st.sampled_from([np.int8, np.uint8, np.int32, np.int64, np.uint64, np.float32, np.float64]))
+def test_topk_prefix_floor_with_extremes_and_ties(data, n, k, largest, dtype):
+    """Rows long enough for the prefix floor (k <= 16): few distinct values (ties at the k-th place, at the
+    floor itself) and the dtype's extremes, where the floor cannot step below the worst value."""
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+    vals = st.sampled_from([info.min, info.max, 0, 1, 2]) if np.dtype(dtype).kind in "iu" else \
+        st.sampled_from([info.min, info.max, 0.0, 1.0, -1.0, float("nan"), float("-inf"), float("inf")])
+    x = np.array(data.draw(st.lists(st.lists(vals, min_size=n, max_size=n), min_size=1, max_size=3)), dtype)
+    v, i = tm.topk(x, k, largest=largest)
+    if np.dtype(dtype).kind in "iu":  # exact integer order (float64 would merge large int64s): ~x reverses it
+        want = np.argsort(~x if largest else x, axis=1, kind="stable")[:, :k]
+    else:
+        want = ref_topk_indices(x, k, largest)
+    np.testing.assert_array_equal(i, want)
+    np.testing.assert_array_equal(v, np.take_along_axis(x, i, axis=1))
+
+
 def test_topk_bfloat16_and_torch_in_torch_out(rng):
     x = torch.randn(16, 1000).bfloat16()
     v, i = tm.topk(x, 9)
