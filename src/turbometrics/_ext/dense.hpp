@@ -83,14 +83,19 @@ template <class L> static const double* exp_table() {
 // beyond every number, as torch.topk), then the lower index.
 template <class K> struct Cand { K v; int64_t i; };
 static_assert(sizeof(Cand<double>) == 16 && sizeof(Cand<int8_t>) == 16, "topk_rows sizes buffers for 16-byte candidates");
+// a strictly before b by value alone: NaN first when largest, last otherwise.
+template <class K, bool LARGEST> static TM_INLINE bool better(K a, K b) {
+  if constexpr (std::is_floating_point_v<K>) {
+    bool an = a != a, bn = b != b;
+    if (an | bn) return LARGEST ? an & !bn : bn & !an;
+  }
+  return LARGEST ? a > b : a < b;
+}
+// The top-k order: by value (better), then the lower index.
 template <class K, bool LARGEST> struct Before {
   bool operator()(const Cand<K>& a, const Cand<K>& b) const {
-    if constexpr (std::is_floating_point_v<K>) {
-      bool an = a.v != a.v, bn = b.v != b.v;
-      if (an | bn) return (an & bn) ? a.i < b.i : (LARGEST ? an : bn);
-    }
-    if (a.v != b.v) return LARGEST ? a.v > b.v : a.v < b.v;
-    return a.i < b.i;
+    if (better<K, LARGEST>(a.v, b.v)) return true;
+    return !better<K, LARGEST>(b.v, a.v) && a.i < b.i;
   }
 };
 

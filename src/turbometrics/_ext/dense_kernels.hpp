@@ -283,15 +283,6 @@ template <class K, bool LARGEST> static TM_INLINE int may_enter(K v, K thr) {
 constexpr int SCAN = 32;
 constexpr int64_t HEAP_K = 16;  // k up to this keeps a heap (see row_topk)
 
-// a strictly before b by value alone, NaN placed as Before places it (first when largest, else last).
-template <class K, bool LARGEST> static TM_INLINE bool better(K a, K b) {
-  if constexpr (std::is_floating_point_v<K>) {
-    bool an = a != a, bn = b != b;
-    if (an | bn) return LARGEST ? an & !bn : bn & !an;
-  }
-  return LARGEST ? a > b : a < b;
-}
-
 // A floor under the k-th best of a row (k <= 16), from its first <= 2,048 values: LN lanes (a pack:
 // at least 16) keep the best of every LN-th value (each lane starts from a value of its own, so each
 // lane's best is some element's value); the lanes form p = next_pow2(k) groups, and the worst of the
@@ -349,11 +340,11 @@ static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorte
   // (a 1,000-wide row, k = 5, Zen 1: 4.4 -> 1.6 us). Larger k: a buffer of candidates, partitioned when full.
   const bool heap = k <= HEAP_K;
   if (heap) std::make_heap(buf, buf + k, before);
-  K thr = heap ? buf[0].v : std::max_element(buf, buf + k, before)->v;
   K floor{};
   bool floored = false;  // 16-bit rows: no floor (their lanes would be converted one by one)
   if constexpr (std::is_same_v<S, K>) floored = heap && prefix_floor<L, LARGEST>(x, V, k, floor);
-  if (floored && better<K, LARGEST>(floor, thr)) thr = floor;
+  auto raised = [&](K t) { return floored && better<K, LARGEST>(floor, t) ? floor : t; };  // never below the floor
+  K thr = heap ? raised(buf[0].v) : std::max_element(buf, buf + k, before)->v;
   auto add = [&](K v, int64_t j) {
     if (heap) {
       Cand<K> c{v, j};
@@ -365,7 +356,7 @@ static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorte
         buf[h] = buf[ch];
       }
       buf[h] = c;
-      thr = floored && better<K, LARGEST>(floor, buf[0].v) ? floor : buf[0].v;
+      thr = raised(buf[0].v);
       return;
     }
     buf[n++] = {v, j};
