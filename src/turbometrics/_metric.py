@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import numpy as np
 
 __all__ = ["Metric", "Plan", "Signature"]
+
+# State changes (fold, merge, reset) of every metric object take this lock, so threads may share a
+# metric: the kernels (``_stats``, the heavy part) run outside it and in parallel; the folds are
+# short and run one at a time, so the state is what serial updates give (``ExactSum`` bins are
+# added in place with the GIL released: two folds at once lost updates). One lock for all objects
+# keeps metrics picklable and copyable as plain attributes.
+_STATE_LOCK = threading.RLock()
 
 
 class Signature(str):
@@ -94,7 +102,9 @@ class Metric:
 
     ``compute()`` equals the one-shot function on all the data exactly,
     however it was chunked and in whatever order states were merged; per-item
-    results come in update/merge order. Metric objects pickle.
+    results come in update/merge order. Metric objects pickle, and threads may
+    share one: updates from several threads give the bits of serial updates
+    (per-item results in the order the updates finished).
     """
 
     _state: ClassVar[dict[str, Callable[[], Any]]] = {}
@@ -102,17 +112,19 @@ class Metric:
 
     def reset(self) -> "Metric":
         """Drop the state; the options stay."""
-        for name, empty in self._state.items():
-            setattr(self, name, empty())
+        with _STATE_LOCK:
+            for name, empty in self._state.items():
+                setattr(self, name, empty())
         return self
 
     def _fold(self, chunk: tuple) -> "Metric":
-        for name, part in zip(self._state, chunk):
-            held = getattr(self, name)
-            if isinstance(held, list):
-                held.append(part)
-            else:
-                held.add(part)
+        with _STATE_LOCK:
+            for name, part in zip(self._state, chunk):
+                held = getattr(self, name)
+                if isinstance(held, list):
+                    held.append(part)
+                else:
+                    held.add(part)
         return self
 
     def options(self) -> dict[str, Any]:
@@ -127,9 +139,10 @@ class Metric:
     def merge(self, other: "Metric") -> "Metric":
         """A new metric object holding both states (self's items first)."""
         self.check_compatible(other)
-        out = copy.copy(self)
-        for name in self._state:
-            setattr(out, name, getattr(self, name) + getattr(other, name))
+        with _STATE_LOCK:
+            out = copy.copy(self)
+            for name in self._state:
+                setattr(out, name, getattr(self, name) + getattr(other, name))
         return out
 
     __add__ = merge

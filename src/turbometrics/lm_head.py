@@ -58,8 +58,8 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
             raise TypeError(f"hidden, weight and bias must share a dtype; got {h.dtype}, {w.dtype}"
                             + ("" if b is None else f", {b.dtype}"))
         kind = "numpy"
-    if h.ndim < 2:
-        raise ValueError(f"hidden must have shape (..., d), got {tuple(h.shape)}")
+    if h.ndim < 2 or h.shape[-1] < 1:
+        raise ValueError(f"hidden must have shape (..., d) with a hidden size d >= 1, got {tuple(h.shape)}")
     if w.ndim != 2 or w.shape[1] != h.shape[-1] or w.shape[0] < 1:
         raise ValueError(f"weight must have shape (vocabulary, {h.shape[-1]}), got {tuple(w.shape)}")
     if b is not None and tuple(b.shape) != (w.shape[0],):
@@ -128,7 +128,7 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
 
 def _finish(M, S, bad, tl) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (M + np.log(S)) - tl
+        out = (M - tl) + np.log(S)  # as the kernels' row_nll: no cancellation with huge equal logits
     out[bad.astype(bool)] = np.nan
     return out
 

@@ -16,16 +16,23 @@ from cpython.buffer cimport PyBUF_STRIDES, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport ldexp, isfinite
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
+cdef extern from "pyglue.hpp" namespace "tmp":
+    void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
+    void install_poll()   # long kernels poll Python's signal handlers: Ctrl-C stops them
+
+install_poll()
+
+
 cdef extern from "dense.hpp" namespace "tmk":
     cdef cppclass Rows:
         const char* base
         int64_t B, T, sb, st, V
     void c_nll_rows "tmk::nll_rows"(const Rows x, int code, const int64_t* targets, double* out,
-                                    int nthreads) nogil
-    void c_fold_rows "tmk::fold_rows"(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) nogil
+                                    int nthreads) except +raise_py nogil
+    void c_fold_rows "tmk::fold_rows"(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) except +raise_py nogil
     void c_topk_rows "tmk::topk_rows"(const Rows x, int code, int64_t itemsize, int64_t k,
                                       bint largest, bint sorted, char* out_v, int64_t* out_i,
-                                      int nthreads) nogil
+                                      int nthreads) except +raise_py nogil
     int N_PATHS
     bint path_supported(int i)
     const char* path_name(int i)

@@ -21,6 +21,13 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
 
+cdef extern from "pyglue.hpp" namespace "tmp":
+    void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
+    void install_poll()   # long kernels poll Python's signal handlers: Ctrl-C stops them
+
+install_poll()
+
+
 cdef extern from "text.hpp" namespace "tmt":
     cdef cppclass StrView:
         const void* data
@@ -32,21 +39,21 @@ cdef extern from "text.hpp" namespace "tmt":
         vector[int] len
     cdef cppclass Scratch:
         pass
-    void c_tokenize "tmt::tokenize"(const StrView& s, int tok, Scratch& w, Tokens& out) nogil
+    void c_tokenize "tmt::tokenize"(const StrView& s, int tok, Scratch& w, Tokens& out) except +raise_py nogil
     void c_bleu_stats "tmt::bleu_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok,
-                                        int tok_ref, int N, int64_t* out, int nthreads) nogil
+                                        int tok_ref, int N, int64_t* out, int nthreads) except +raise_py nogil
     void c_tokenize_joined "tmt::tokenize_joined"(const StrView* texts, int64_t n, int tok, vector[unsigned int]& out,
-                                                  vector[int64_t]& offsets, int nthreads) nogil
+                                                  vector[int64_t]& offsets, int nthreads) except +raise_py nogil
     double c_bleu_score "tmt::bleu_score"(const int64_t* st, int N, int smooth, double smooth_value,
                                           cbool effective, cbool neumaier, double* prec, double* correct,
-                                          double* total, double* bp) nogil
+                                          double* total, double* bp) except +raise_py nogil
     void c_chrf_stats "tmt::chrf_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
                                         double beta, cbool whitespace, cbool eps_smoothing, int64_t* out,
-                                        int nthreads) nogil
-    double c_chrf_f "tmt::chrf_f"(const int64_t* st, int order, double beta, cbool eps_smoothing) nogil
+                                        int nthreads) except +raise_py nogil
+    double c_chrf_f "tmt::chrf_f"(const int64_t* st, int order, double beta, cbool eps_smoothing) except +raise_py nogil
     void c_bleu_scores "tmt::bleu_scores"(const int64_t* stats, int64_t n, int N, int smooth,
                                           double smooth_value, cbool effective, cbool neumaier,
-                                          double* out) nogil
+                                          double* out) except +raise_py nogil
 
 # Python's sum() of floats became Neumaier-compensated in 3.12; sacrebleu's
 # sentence scores follow the running interpreter, and so do ours.
@@ -205,7 +212,7 @@ def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_
 
 cdef extern from "ter.hpp" namespace "tmt":
     void c_ter_stats "tmt::ter_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int64_t* out,
-                                      int nthreads) nogil
+                                      int nthreads) except +raise_py nogil
 
 
 def ter_stats(list hyps, list refs, int nthreads):
@@ -228,15 +235,15 @@ def ter_stats(list hyps, list refs, int nthreads):
 
 cdef extern from "rouge.hpp" namespace "tmt":
     void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
-                                      const int* kinds, int nk, cbool stem, double* out, int nthreads) nogil
-    string c_porter_stem "tmt::porter_stem"(const string& word) nogil
+                                      const int* kinds, int nk, cbool stem, double* out, int nthreads) except +raise_py nogil
+    string c_porter_stem "tmt::porter_stem"(const string& word) except +raise_py nogil
     cdef cppclass BitLCS:
-        int64_t lcs(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) nogil
-        int64_t lcs_dp(const int* a, int64_t m, const int* b, int64_t n) nogil
+        int64_t lcs(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) except +raise_py nogil
+        int64_t lcs_dp(const int* a, int64_t m, const int* b, int64_t n) except +raise_py nogil
     void c_lcs_batch "tmt::lcs_batch"(const int* a, const int64_t* a_off, const int* b, const int64_t* b_off,
-                                      int64_t n, int n_ids, int64_t* out, int nthreads) nogil
+                                      int64_t n, int n_ids, int64_t* out, int nthreads) except +raise_py nogil
     void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, unordered_map[string, string]& cache,
-                                            Tokens& tok, vector[int]& sents) nogil
+                                            Tokens& tok, vector[int]& sents) except +raise_py nogil
 
 
 def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, bint stem, int nthreads):
@@ -326,15 +333,15 @@ cdef extern from "punkt.hpp" namespace "tmt::punkt":
     cdef cppclass PunktModel "tmt::punkt::Model":
         pass
     void c_punkt_split "tmt::punkt::split_texts"(const PunktModel& m, const StrView* texts, int64_t n,
-                                                  vector[vector[int64_t]]& spans, int nthreads) nogil
+                                                  vector[vector[int64_t]]& spans, int nthreads) except +raise_py nogil
     void c_punkt_lines "tmt::punkt::split_lines"(const PunktModel& m, const StrView* texts, int64_t n,
                                                   vector[unsigned int]& out, vector[int64_t]& offsets,
-                                                  int nthreads) nogil
-    void c_add_abbrev "tmt::punkt::add_abbrev"(PunktModel& m, const StrView& t)
-    void c_add_starter "tmt::punkt::add_starter"(PunktModel& m, const StrView& t)
-    void c_add_ortho "tmt::punkt::add_ortho"(PunktModel& m, const StrView& t, int flags)
-    void c_add_collocation "tmt::punkt::add_collocation"(PunktModel& m, const StrView& a, const StrView& b)
-    void c_set_char "tmt::punkt::set_char"(PunktModel& m, unsigned int c, int flags, const StrView& lower)
+                                                  int nthreads) except +raise_py nogil
+    void c_add_abbrev "tmt::punkt::add_abbrev"(PunktModel& m, const StrView& t) except +raise_py
+    void c_add_starter "tmt::punkt::add_starter"(PunktModel& m, const StrView& t) except +raise_py
+    void c_add_ortho "tmt::punkt::add_ortho"(PunktModel& m, const StrView& t, int flags) except +raise_py
+    void c_add_collocation "tmt::punkt::add_collocation"(PunktModel& m, const StrView& a, const StrView& b) except +raise_py
+    void c_set_char "tmt::punkt::set_char"(PunktModel& m, unsigned int c, int flags, const StrView& lower) except +raise_py
     cbool c_has_char "tmt::punkt::has_char"(const PunktModel& m, unsigned int c)
 
 

@@ -256,7 +256,9 @@ static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
   }
   double M = -std::numeric_limits<double>::infinity(), sum = 0.0;
   if (!row_fold<L, false>(row, V, M, sum)) return std::numeric_limits<double>::quiet_NaN();
-  return (M + std::log(sum)) - (double)L::get(x[target]);
+  // (M - x[t]) first: exact for float32 logits, and with huge equal logits (1e30) M + log(sum) would
+  // round log(sum) away
+  return (M - (double)L::get(x[target])) + std::log(sum);
 }
 
 static double nll_f16(const char* r, int64_t V, int64_t t) { return row_nll<LoadF16>(r, V, t); }

@@ -7,6 +7,7 @@
 // bit-parallel LCS, ROUGE-Lsum runs rouge-score's DP and backtrack per sentence
 // pair, because which LCS it picks decides the union.
 #pragma once
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -49,38 +50,84 @@ static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::st
 
 static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r / (p + r) : 0.0; }
 
-// LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions).
+// Work limits, past which a pair raises ValueError instead of running for minutes: ROUGE-L's LCS of
+// m x n tokens costs m n / 64 word operations (2^38: ~4e9, a few seconds); ROUGE-Lsum runs rouge-score's
+// DP over every sentence pair, M x N cells in all (2^32: a few seconds, and at most 512 MiB of direction
+// bits for one sentence pair). rouge-score itself needs hours far below either.
+constexpr double MAX_LCS_CELLS = 274877906944.0;   // 2^38
+constexpr double MAX_LSUM_CELLS = 4294967296.0;    // 2^32
+
+static void check_cells(double cells, double limit, const char* what, int64_t m, int64_t n) {
+  if (cells > limit)
+    throw std::invalid_argument(std::string(what) + " of " + std::to_string(m) + " x " + std::to_string(n) +
+                                " tokens is over the limit of " + std::to_string((int64_t)limit) +
+                                " token pairs; split the texts");
+}
+
+// LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions): O(n m / 64) time and
+// O(m) memory for any vocabulary. The match mask of a symbol is kept for the frequent ones (at most
+// 2^24 words in all) and set from the symbol's positions for the others (fewer positions than the
+// mask has words, for texts under 16M tokens).
 struct BitLCS {
-  std::vector<uint64_t> pm, v;
-  std::vector<int32_t> slot;  // id -> row of pm, -1 if the id is not in a
-  std::vector<int32_t> row;
-  // O(m n) time, O(n) memory: for texts whose match masks would not fit.
+  std::vector<uint64_t> pm, v, scratch;
+  std::vector<int32_t> slot;        // id -> index into `ids`, -1 if the id is not in a (all -1 between calls)
+  std::vector<int32_t> ids, cnt, first, pos, row;
+  std::vector<int32_t> dp;
+  bool dirty = false;               // a call was interrupted before resetting `slot`
+
+  // O(m n) time, O(n) memory: the reference the bit-parallel result is tested against.
   int64_t lcs_dp(const int32_t* a, int64_t m, const int32_t* b, int64_t n) {
-    row.assign((size_t)n + 1, 0);
+    dp.assign((size_t)n + 1, 0);
     for (int64_t i = 0; i < m; ++i) {
+      if ((i & 255) == 0) tmp::checkpoint();
       int32_t diag = 0;
       for (int64_t j = 1; j <= n; ++j) {
-        const int32_t up = row[j];
-        row[j] = a[i] == b[j - 1] ? diag + 1 : std::max(up, row[j - 1]);
+        const int32_t up = dp[j];
+        dp[j] = a[i] == b[j - 1] ? diag + 1 : std::max(up, dp[j - 1]);
         diag = up;
       }
     }
-    return row[n];
+    return dp[n];
   }
+
   int64_t lcs(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
     if (m == 0 || n == 0) return 0;
+    if (dirty || slot.size() < n_ids) slot.assign(std::max(slot.size(), n_ids), -1);
+    dirty = true;
     const int64_t W = (m + 63) / 64;
-    slot.assign(n_ids, -1);
+    ids.clear();
+    cnt.clear();
+    for (int64_t i = 0; i < m; ++i) {
+      int32_t& s = slot[a[i]];
+      if (s < 0) { s = (int32_t)ids.size(); ids.push_back(a[i]); cnt.push_back(0); }
+      cnt[s]++;
+    }
+    const size_t k = ids.size();
+    // positions of each symbol, in order (CSR)
+    first.assign(k + 1, 0);
+    for (size_t s = 0; s < k; ++s) first[s + 1] = first[s] + cnt[s];
+    pos.resize((size_t)m);
+    for (size_t s = 0; s < k; ++s) cnt[s] = first[s];
+    for (int64_t i = 0; i < m; ++i) pos[(size_t)cnt[slot[a[i]]]++] = (int32_t)i;
+    // kept masks: symbols with at least T positions, T chosen so they fit 2^24 words
+    const int64_t T = std::max<int64_t>(1, (m * W + ((int64_t)1 << 24) - 1) >> 24);
+    row.assign(k, -1);
     int32_t rows = 0;
-    for (int64_t i = 0; i < m; ++i) if (slot[a[i]] < 0) slot[a[i]] = rows++;
-    if ((int64_t)rows * W > (int64_t)1 << 24) return lcs_dp(a, m, b, n);  // > 128 MiB of masks
+    for (size_t s = 0; s < k; ++s) if (first[s + 1] - first[s] >= T) row[s] = rows++;
     pm.assign((size_t)rows * W, 0);
-    for (int64_t i = 0; i < m; ++i) pm[(size_t)slot[a[i]] * W + i / 64] |= 1ULL << (i % 64);
-    v.assign(W, ~0ULL);
+    for (size_t s = 0; s < k; ++s)
+      if (row[s] >= 0)
+        for (int32_t q = first[s]; q < first[s + 1]; ++q) pm[(size_t)row[s] * W + pos[q] / 64] |= 1ULL << (pos[q] % 64);
+    scratch.assign((size_t)W, 0);
+    v.assign((size_t)W, ~0ULL);
+    int64_t work = 0;
     for (int64_t j = 0; j < n; ++j) {
       const int32_t s = slot[b[j]];
       if (s < 0) continue;  // (V + 0) | V = V
-      const uint64_t* p = &pm[(size_t)s * W];
+      const bool kept = row[s] >= 0;
+      if (!kept)
+        for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] |= 1ULL << (pos[q] % 64);
+      const uint64_t* p = kept ? &pm[(size_t)row[s] * W] : scratch.data();
       uint64_t carry = 0;
       for (int64_t w = 0; w < W; ++w) {
         const uint64_t u = v[w] & p[w];
@@ -88,7 +135,12 @@ struct BitLCS {
         carry = (sum < v[w]) || (carry && sum == v[w]);
         v[w] = sum | (v[w] & ~p[w]);
       }
+      if (!kept)
+        for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
+      if ((work += W) >= ((int64_t)1 << 22)) { work = 0; tmp::checkpoint(); }
     }
+    for (int32_t id : ids) slot[id] = -1;
+    dirty = false;
     int64_t zeros = 0;
     for (int64_t w = 0; w < W; ++w) {
       uint64_t x = ~v[w];
@@ -107,7 +159,8 @@ struct RougeWork {
   TokenIds tids;
   Levels lv;
   BitLCS bl;
-  std::vector<int32_t> table, cnt_r, cnt_c;
+  std::vector<int32_t> prev, cur, cnt_r, cnt_c;
+  std::vector<uint64_t> left;  // rouge-score's backtrack choice of each cell of one sentence pair
   std::vector<char> in_union;
 };
 
@@ -141,18 +194,32 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
     for (const auto& c : cr) {
       const int64_t n = c.second - c.first;
       const int32_t* can = &C[c.first];
-      const int64_t cols = n + 1;
-      w.table.assign((size_t)(m + 1) * cols, 0);
-      int32_t* t = w.table.data();
-      for (int64_t i = 1; i <= m; ++i)
-        for (int64_t j = 1; j <= n; ++j)
-          t[i * cols + j] = ref[i - 1] == can[j - 1] ? t[(i - 1) * cols + j - 1] + 1
-                                                     : std::max(t[(i - 1) * cols + j], t[i * cols + j - 1]);
+      // rouge-score's table, two rows at a time; its backtrack reads only whether the left cell is
+      // strictly larger than the upper one where the tokens differ: one bit per cell, (i-1) n + (j-1)
+      w.left.assign((size_t)((m * n + 63) / 64), 0);
+      w.prev.assign((size_t)n + 1, 0);
+      w.cur.assign((size_t)n + 1, 0);
+      int64_t work = 0;
+      for (int64_t i = 1; i <= m; ++i) {
+        int32_t* t = w.cur.data();
+        const int32_t* up = w.prev.data();
+        const int32_t x = ref[i - 1];
+        const int64_t base = (i - 1) * n - 1;
+        for (int64_t j = 1; j <= n; ++j) {
+          if (x == can[j - 1]) { t[j] = up[j - 1] + 1; continue; }
+          const bool l = t[j - 1] > up[j];
+          t[j] = l ? t[j - 1] : up[j];
+          if (l) w.left[(size_t)(base + j) >> 6] |= 1ULL << ((base + j) & 63);
+        }
+        w.prev.swap(w.cur);
+        if ((work += n) >= ((int64_t)1 << 24)) { work = 0; tmp::checkpoint(); }
+      }
       // rouge-score's backtrack: take a match; else go left if the left cell is strictly larger; else up
       int64_t i = m, j = n;
       while (i > 0 && j > 0) {
+        const int64_t b = (i - 1) * n + (j - 1);
         if (ref[i - 1] == can[j - 1]) { w.in_union[i - 1] = 1; --i; --j; }
-        else if (t[i * cols + j - 1] > t[(i - 1) * cols + j]) --j;
+        else if ((w.left[(size_t)b >> 6] >> (b & 63)) & 1) --j;
         else --i;
       }
     }
@@ -205,6 +272,7 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
         const std::vector<int32_t>& t = w.lv.uni[k];
         const int64_t tc = (int64_t)t.size();
         if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
+        check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
         const int64_t L = w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids);
         offer(q, (double)L / (double)np_, (double)L / (double)tc);
       }
@@ -216,6 +284,7 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
         // One sentence with tokens on each side: every LCS token is a hit (each
         // occurs at least as often in both texts as in the LCS), so hits = LCS.
         const bool single = w.sents[k].front() == w.sents[k].back() && w.sents[0].front() == w.sents[0].back();
+        check_cells((double)tc * (double)np_, single ? MAX_LCS_CELLS : MAX_LSUM_CELLS, "ROUGE-Lsum", tc, np_);
         const int64_t hits = single ? w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids)
                                     : lsum_hits(w, k, n_ids);
         offer(q, (double)hits / (double)np_, (double)hits / (double)tc);
@@ -231,8 +300,9 @@ static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32
   tmp::parallel_for(n, 64, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t p) {
     const int32_t *pa = a + a_off[p], *pb = b + b_off[p];
     const int64_t m = a_off[p + 1] - a_off[p], k = b_off[p + 1] - b_off[p];
-    out[p] = n_ids <= 4096 ? bl.lcs(pa, m, pb, k, (size_t)n_ids) : bl.lcs_dp(pa, m, pb, k);
-  });
+    check_cells((double)m * (double)k, MAX_LCS_CELLS, "the LCS", m, k);
+    out[p] = bl.lcs(pa, m, pb, k, (size_t)n_ids);
+  }, "pair");
 }
 
 // All pairs, parallel over pairs. refs: offsets[i]..offsets[i+1] are pair i's references.
@@ -241,7 +311,7 @@ static inline void rouge_all(const StrView* preds, const StrView* refs, const in
   tmp::parallel_for(n, 32, nthreads, [] { return RougeWork(); }, [&](RougeWork& w, int64_t i) {
     rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
                out + i * nk * 3);
-  });
+  }, "ROUGE prediction");
 }
 
 }  // namespace tmt

@@ -12,6 +12,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "text.hpp"
@@ -21,13 +23,49 @@ namespace tmt {
 namespace ter {
 
 constexpr int MAX_SHIFT_SIZE = 10, MAX_SHIFT_DIST = 50, BEAM_WIDTH = 25, MAX_SHIFT_CANDIDATES = 1000;
-constexpr int64_t INF = 10000000000000000LL;  // sacrebleu's int(1e16)
+// sacrebleu's int(1e16) marks cells off the beam. Costs are at most n_h + n_r < 2^29 (texts are at most
+// 2^28 code points), and a cell only ever takes a strictly smaller cost than INF, so a 32-bit INF above
+// every real cost compares the same: cells are 8 bytes instead of 16.
+constexpr int32_t INF = 1 << 30;
+// The beam DP's cells of one segment, past which TER raises ValueError instead of trying: up to 1,000
+// shift candidates each rerun the DP, so this bounds a segment to ~1.7e10 cell updates (about a minute
+// on one core) and its two matrices to 256 MiB. A 46,000-token pair needs 2.4M cells; a 1M-token
+// hypothesis against a 2,200-token reference needs 51M.
+constexpr int64_t MAX_CELLS = (int64_t)1 << 24;
 enum Op : char { NOP = ' ', SUB = 's', INS = 'i', DEL = 'd', UNDEF = 'x' };
 
-struct Cell { int64_t cost; char op; };
+struct Cell { int32_t cost; char op; };
+
+// Row i of the beam DP holds columns [lo[i], hi[i]) at cells[off[i]...]; the rest of the row is
+// {INF, UNDEF}. The band depends only on (n_h, n_r), so one layout serves every hypothesis of a search.
+struct Band {
+  std::vector<int32_t> lo, hi;
+  std::vector<int64_t> off;
+  int nh = -1, nr = -1;
+  // sacrebleu's beam: rows around the length-scaled diagonal; the first row and the last span every column
+  void fit(int nh_, int nr_) {
+    if (nh_ == nh && nr_ == nr) return;
+    nh = nh_; nr = nr_;
+    lo.resize((size_t)nh + 1); hi.resize((size_t)nh + 1); off.resize((size_t)nh + 2);
+    const double ratio = nh ? (double)nr / (double)nh : 1.0;
+    const int64_t beam = BEAM_WIDTH < ratio / 2 ? (int64_t)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
+    lo[0] = 0; hi[0] = nr + 1; off[0] = 0; off[1] = nr + 1;
+    for (int i = 1; i <= nh; ++i) {
+      const int64_t diag = (int64_t)std::floor(i * ratio);
+      lo[i] = (int32_t)std::min<int64_t>(nr + 1, std::max<int64_t>(0, diag - beam));
+      hi[i] = i == nh ? nr + 1 : (int32_t)std::max<int64_t>(lo[i], std::min<int64_t>(nr + 1, diag + beam));
+      off[i + 1] = off[i] + (hi[i] - lo[i]);
+    }
+  }
+  int64_t cells() const { return off[(size_t)nh + 1]; }
+  Cell get(const std::vector<Cell>& d, int i, int j) const {
+    return j >= lo[i] && j < hi[i] ? d[(size_t)(off[i] + j - lo[i])] : Cell{INF, UNDEF};
+  }
+};
 
 struct Work {
-  std::vector<Cell> base, cand;          // (n_h + 1) x (n_r + 1) DP matrices
+  Band band;
+  std::vector<Cell> base, cand;          // the beam DP of the round's base hypothesis and of a candidate
   std::vector<int32_t> words, shifted, best_words;
   std::vector<char> trace;
   std::vector<int32_t> align, hyp_err, ref_err;
@@ -39,41 +77,38 @@ struct Work {
 
 // The beam DP of sacrebleu's BeamEditDistance over rows from+1..n_h of `dist`
 // (rows 0..from already filled); returns the edit distance.
-static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, std::vector<Cell>& dist, int from) {
-  const int W = nr + 1;
-  if ((int)dist.size() < (nh + 1) * W) dist.resize((size_t)(nh + 1) * W);
+static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, const Band& b, std::vector<Cell>& dist,
+                       int from) {
+  if ((int64_t)dist.size() < b.cells()) dist.resize((size_t)b.cells());
   if (from == 0)
-    for (int j = 0; j <= nr; ++j) dist[j] = {(int64_t)j, INS};
-  const double ratio = nh ? (double)nr / (double)nh : 1.0;
-  const int beam = BEAM_WIDTH < ratio / 2 ? (int)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
+    for (int j = 0; j <= nr; ++j) dist[j] = {j, INS};
   for (int i = from + 1; i <= nh; ++i) {
-    Cell* row = &dist[(size_t)i * W];
-    const Cell* up = row - W;
-    for (int j = 0; j <= nr; ++j) row[j] = {INF, UNDEF};
-    const int64_t diag = (int64_t)std::floor(i * ratio);
-    const int lo = (int)std::max<int64_t>(0, diag - beam);
-    const int hi = i == nh ? nr + 1 : (int)std::min<int64_t>(nr + 1, diag + beam);
+    if ((i & 1023) == 0) tmp::checkpoint();
+    Cell* row = dist.data() + b.off[i];  // row[j - lo] is column j
+    const Cell* up = dist.data() + b.off[i - 1];
+    const int lo = b.lo[i], hi = b.hi[i], ulo = b.lo[i - 1], uhi = b.hi[i - 1];
+    auto above = [&](int j) { return j >= ulo && j < uhi ? up[j - ulo].cost : INF; };
     for (int j = lo; j < hi; ++j) {
-      if (j == 0) { row[0] = {up[0].cost + 1, DEL}; continue; }
+      if (j == 0) { row[0] = {above(0) + 1, DEL}; continue; }
       const bool same = h[i - 1] == r[j - 1];
-      Cell c = row[j];
-      const int64_t sub = up[j - 1].cost + (same ? 0 : 1), del = up[j].cost + 1, ins = row[j - 1].cost + 1;
+      Cell c = {INF, UNDEF};
+      const int32_t left = j > lo ? row[j - 1 - lo].cost : INF;
+      const int32_t sub = above(j - 1) + (same ? 0 : 1), del = above(j) + 1, ins = left + 1;
       if (c.cost > sub) c = {sub, same ? NOP : SUB};  // sacrebleu's order: no-op/sub, deletion, insertion
       if (c.cost > del) c = {del, DEL};
       if (c.cost > ins) c = {ins, INS};
-      row[j] = c;
+      row[j - lo] = c;
     }
   }
-  return dist[(size_t)nh * W + nr].cost;
+  return b.get(dist, nh, nr).cost;
 }
 
 // The alignment of the base hypothesis (sacrebleu's flipped trace -> trace_to_alignment):
 // align[ref pos] = hyp pos, and which hypothesis / reference words are errors.
 static void alignment(const std::vector<Cell>& dist, int nh, int nr, Work& w) {
-  const int W = nr + 1;
   w.trace.clear();
   for (int i = nh, j = nr; i > 0 || j > 0;) {
-    const char op = dist[(size_t)i * W + j].op;
+    const char op = w.band.get(dist, i, j).op;
     w.trace.push_back(op);
     if (op == SUB || op == NOP) { --i; --j; }
     else if (op == INS) --j;
@@ -122,20 +157,27 @@ static inline int err_sum(const std::vector<int32_t>& e, int a, int len) {
 // sacrebleu's translation_edit_rate: (number of edits, reference length).
 static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work& w) {
   if (nr == 0) return nh;
+  w.band.fit(nh, nr);
+  if (w.band.cells() > MAX_CELLS)
+    throw std::invalid_argument("TER of a " + std::to_string(nh) + "-token hypothesis against a " +
+                                std::to_string(nr) + "-token reference needs " + std::to_string(w.band.cells()) +
+                                " beam DP cells, over the limit of " + std::to_string(MAX_CELLS) +
+                                " (about a minute of shift search); split the segment");
+  const Band& band = w.band;
   w.words.assign(hyp, hyp + nh);
   int64_t shifts = 0;
   int checked = 0;
   for (;;) {
     // one round of _shift on w.words
-    const int64_t pre = beam_dp(w.words.data(), nh, r, nr, w.base, 0);
+    const int64_t pre = beam_dp(w.words.data(), nh, r, nr, band, w.base, 0);
     alignment(w.base, nh, nr, w);
     bool have = false;
     int64_t b_score = 0;
     int b_len = 0, b_start = 0, b_idx = 0;
     bool stop = false;
     for (int sh = 0; sh < nh && !stop; ++sh) {
-      for (int sr = 0; sr < nr && !stop; ++sr) {
-        if (std::abs(sr - sh) > MAX_SHIFT_DIST) continue;
+      // only |sr - sh| <= MAX_SHIFT_DIST can shift (sacrebleu scans every sr and skips the rest)
+      for (int sr = std::max(0, sh - MAX_SHIFT_DIST); sr < std::min(nr, sh + MAX_SHIFT_DIST + 1) && !stop; ++sr) {
         for (int len = 1; len <= MAX_SHIFT_SIZE; ++len) {  // the matching run grows one word at a time
           if (w.words[sh + len - 1] != r[sr + len - 1]) break;
           if (err_sum(w.hyp_err, sh, len) != 0 && err_sum(w.ref_err, sr, len) != 0 &&
@@ -149,10 +191,9 @@ static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work&
               // rows for the prefix the candidate shares with the base are the base's
               int common = 0;
               while (common < nh && w.shifted[common] == w.words[common]) ++common;
-              const int W = nr + 1;
               if (w.cand.size() < w.base.size()) w.cand.resize(w.base.size());
-              std::copy(w.base.begin(), w.base.begin() + (size_t)(common + 1) * W, w.cand.begin());
-              const int64_t score = pre - beam_dp(w.shifted.data(), nh, r, nr, w.cand, common);
+              std::copy(w.base.begin(), w.base.begin() + band.off[(size_t)common + 1], w.cand.begin());
+              const int64_t score = pre - beam_dp(w.shifted.data(), nh, r, nr, band, w.cand, common);
               ++checked;
               if (!have || score > b_score || (score == b_score && (len > b_len || (len == b_len &&
                   (sh < b_start || (sh == b_start && idx < b_idx)))))) {
@@ -172,7 +213,7 @@ static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work&
     ++shifts;
     w.words.swap(w.best_words);
   }
-  return shifts + beam_dp(w.words.data(), nh, r, nr, w.base, 0);
+  return shifts + beam_dp(w.words.data(), nh, r, nr, band, w.base, 0);
 }
 
 }  // namespace ter
@@ -187,7 +228,7 @@ static void ter_segment(const StrView& hyp, const StrView* refs, int nrefs, ter:
     if (refs[r].data) tokenize(refs[r], TOK_NONE, w.scratch, w.toks[nseq++]);
   token_ids(w.toks, nseq, w.tids, w.lv);
   const std::vector<int32_t>& h = w.lv.uni[0];
-  int64_t best = ter::INF, total = 0;
+  int64_t best = INT64_MAX, total = 0;
   for (int s = 1; s < nseq; ++s) {
     const std::vector<int32_t>& r = w.lv.uni[s];
     const int64_t e = ter::edits(h.data(), (int)h.size(), r.data(), (int)r.size(), w);
@@ -202,7 +243,7 @@ static void ter_segment(const StrView& hyp, const StrView* refs, int nrefs, ter:
 static inline void ter_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int64_t* out, int nthreads) {
   tmp::parallel_for(n, 16, nthreads, [] { return ter::Work(); }, [&](ter::Work& w, int64_t i) {
     ter_segment(hyps[i], refs + i * R, R, w, out + i * 3);
-  });
+  }, "TER segment");
 }
 
 }  // namespace tmt

@@ -631,7 +631,7 @@ static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t 
   const int64_t W = 2 + 2 * (int64_t)N;
   tmp::parallel_for(n, 64, nthreads, [] { return BleuWork(); }, [&](BleuWork& w, int64_t i) {
     bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W);
-  });
+  }, "BLEU segment");
 }
 
 // Tokenize texts (n views) into one buffer: tokens joined by single spaces, text i
@@ -648,7 +648,7 @@ static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, std
       if (k) p.push_back(' ');
       p.insert(p.end(), s.t.text.begin() + s.t.start[k], s.t.text.begin() + s.t.start[k] + s.t.len[k]);
     }
-  });
+  }, "text");
   offsets.assign((size_t)n + 1, 0);
   for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + (int64_t)parts[i].size();
   out.resize((size_t)offsets[n]);
@@ -660,7 +660,7 @@ static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t 
   const int64_t W = 3 * (int64_t)(nc + nw);
   tmp::parallel_for(n, 64, nthreads, [] { return ChrfWork(); }, [&](ChrfWork& w, int64_t i) {
     chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
-  });
+  }, "chrF segment");
 }
 
 static inline void bleu_scores(const int64_t* stats, int64_t n, int N, int smooth, double smooth_value,

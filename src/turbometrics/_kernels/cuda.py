@@ -366,7 +366,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
             if t < 0:
                 out[r] = 0.0
             else:
-                out[r] = math.nan if bad else (M + math.log(S)) - float64(load(x, r, t))
+                out[r] = math.nan if bad else (M - float64(load(x, r, t))) + math.log(S)  # as the CPU's row_nll
 
     @cuda.jit
     def fold_rows(x, targets, v0, run_m, run_s, run_bad, target_logit):
