@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 # tests/gpu runs in its own process: under the CUDA simulator (tests/test_cuda.py starts it) or on a real GPU.
+collect_ignore = []
 if not (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or os.environ.get("TURBOMETRICS_GPU_TESTS") == "1"):
-    collect_ignore = ["gpu"]
+    collect_ignore.append("gpu")
+# tests/sanitize runs against the sanitizer build only (tests/test_sanitizers.py starts it).
+if os.environ.get("TURBOMETRICS_FUZZ") != "1":
+    collect_ignore.append("sanitize")
 
 # What the GPU checks (tests/test_cuda.py), the SIMD paths (tests/test_simd_paths.py) and the
 # other builds (tests/test_portability.py) did, printed at the end of every run (from every xdist worker).
@@ -42,7 +46,7 @@ def pytest_terminal_summary(terminalreporter):
                 terminalreporter.write_line(line)
 
 
-def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> None:
+def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> subprocess.CompletedProcess:
     """Run pytest on ``args`` in a fresh process (tests/ as cwd), report its summary line under
     ``label``, and fail unless everything it collected passed."""
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args],
@@ -51,6 +55,7 @@ def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> Non
     report.append(f"{label}: {summary}")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
     assert " passed" in summary and "skipped" not in summary
+    return out
 
 
 # Real test data lives beside the project root (../shared/data), or where TURBOMETRICS_DATA points.

@@ -69,7 +69,8 @@ def test_slow_agrees(wmt17):
 @pytest.mark.parametrize("call,exc,match", [
     (lambda: tm.corpus_chrf(["a", "b"], [["a"]]), ValueError, "has 1 segments but there are 2"),
     (lambda: tm.corpus_chrf("ab", [["ab"]]), TypeError, "hypotheses must be a list of strings"),
-    (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=0, word_order=0), ValueError, "at least one order"),
+    (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=0, word_order=0), ValueError, "one to 1024 orders"),
+    (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=2**30, word_order=2**30), ValueError, "one to 1024 orders"),
     (lambda: tm.corpus_chrf(["a"], [["a"]], beta=0), ValueError, "beta must be a positive number"),
     (lambda: tm.corpus_chrf(["a"], [["a"]], char_order=2.5), TypeError, "char_order must be an integer"),
     (lambda: tm.sentence_chrf("a", "a"), TypeError, "references must be a list of strings"),

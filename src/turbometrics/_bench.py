@@ -58,10 +58,10 @@ def build_variant(simd: bool) -> str:
     return f" [{', '.join(parts)}]" if parts else ""
 
 
-def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
+def build_copy(root: str, dest: str, **env: str) -> subprocess.CompletedProcess:
     """Copy the source tree at ``root`` (a checkout) to ``dest`` and build its extensions there in place
-    with TURBOMETRICS_OPENMP=0 (the std::thread pool, as on a Mac); ``dest/src`` is then importable.
-    Used by the no-OpenMP benchmark run and its test; needs Cython."""
+    with ``env`` added to the environment (TURBOMETRICS_OPENMP=0; CXXFLAGS/LDFLAGS for a sanitizer build,
+    which setup.py's own flags follow); ``dest/src`` is then importable. Needs Cython."""
     import shutil
 
     os.makedirs(dest, exist_ok=True)
@@ -70,8 +70,13 @@ def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
     shutil.copytree(os.path.join(root, "src"), os.path.join(dest, "src"),
                     ignore=shutil.ignore_patterns("*.so", "*.cpp", "__pycache__"))
     return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest,
-                          env=dict(os.environ, TURBOMETRICS_OPENMP="0"), capture_output=True, text=True,
-                          timeout=1200)
+                          env=dict(os.environ, **env), capture_output=True, text=True, timeout=1200)
+
+
+def build_without_openmp(root: str, dest: str) -> subprocess.CompletedProcess:
+    """``build_copy`` with TURBOMETRICS_OPENMP=0 (the std::thread pool, as on a Mac): the no-OpenMP
+    benchmark run and its test."""
+    return build_copy(root, dest, TURBOMETRICS_OPENMP="0")
 
 
 def _torch():

@@ -219,14 +219,15 @@ class Perplexity(Metric):
 
     def compute(self) -> float | np.ndarray:
         """The perplexity (a float; per-sequence float64 (B,) for ``reduction="none"``)."""
-        if self.reduction == "token":  # the token count is the sum of the sequences' counts
-            n = int(sum(int(c.sum()) for c in self._counts))
-            return float(np.exp(self._total.value() / n)) if n else float("nan")
-        means, counts = self._sequences()
-        if self.reduction == "none":
-            return np.exp(means)
-        live = counts > 0  # "sequence": the mean over sequences that count any token
-        return float(np.exp(exact_sum(means[live]) / int(live.sum()))) if live.any() else float("nan")
+        with np.errstate(over="ignore"):  # a mean NLL past 709 is a perplexity of inf, as in torch
+            if self.reduction == "token":  # the token count is the sum of the sequences' counts
+                n = int(sum(int(c.sum()) for c in self._counts))
+                return float(np.exp(self._total.value() / n)) if n else float("nan")
+            means, counts = self._sequences()
+            if self.reduction == "none":
+                return np.exp(means)
+            live = counts > 0  # "sequence": the mean over sequences that count any token
+            return float(np.exp(exact_sum(means[live]) / int(live.sum()))) if live.any() else float("nan")
 
     def _plan(self) -> Plan:
         """Rows per sequence: (NLL sum, tokens) for "token", (mean NLL, 1) for "sequence"."""

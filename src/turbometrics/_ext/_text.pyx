@@ -60,6 +60,10 @@ cdef extern from "text.hpp" namespace "tmt":
 cdef cbool NEUMAIER = sys.version_info >= (3, 12)
 
 
+# The largest n-gram order (BLEU's max_order, chrF's char + word orders): statistics rows are sized from
+# it in int, and no text metric needs more (an order past a segment's length only adds zero counts).
+MAX_ORDER = 1024
+
 # Token offsets are int32, and the 13a passes can grow a text up to about 6x (padding punctuation).
 cdef Py_ssize_t MAX_CHARS = 1 << 28
 
@@ -116,8 +120,8 @@ def bleu_stats(list hyps, list refs, int tok, int max_order, bint lowercase, int
     ``hyps``: n str; ``refs``: R lists of n (str or None), at least one str per segment.
     ``refs_tokenized``: the references are already lowercased/tokenized (see tokenize_many).
     """
-    if max_order < 1:
-        raise ValueError("max_order must be >= 1")
+    if not 1 <= max_order <= MAX_ORDER:
+        raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
     cdef vector[StrView] hv, rv
     if refs_tokenized and lowercase:
         hyps = [h.lower() for h in hyps]
@@ -154,8 +158,8 @@ def tokenize_many(list texts, int tok, bint lowercase, int nthreads):
 def chrf_stats(list hyps, list refs, int char_order, int word_order, double beta, bint whitespace,
                bint eps_smoothing, bint lowercase, int nthreads):
     """Per-segment chrF statistics: [hyp, ref, match] per order (chars, then words) of the best reference."""
-    if char_order < 0 or word_order < 0 or char_order + word_order < 1:
-        raise ValueError("chrF needs at least one n-gram order")
+    if char_order < 0 or word_order < 0 or not 1 <= char_order + word_order <= MAX_ORDER:
+        raise ValueError(f"chrF needs one to {MAX_ORDER} n-gram orders")
     cdef vector[StrView] hv, rv
     alive = _segment_views(hyps, refs, lowercase, hv, rv)
     cdef int64_t n = hv.size(), R = len(refs)
@@ -171,8 +175,8 @@ def chrf_stats(list hyps, list refs, int char_order, int word_order, double beta
 
 def chrf_scores(const int64_t[:, ::1] stats, double beta, bint eps_smoothing):
     """sacrebleu's chrF score of each row of statistics (float64)."""
-    if stats.shape[1] % 3 or stats.shape[1] == 0:
-        raise ValueError("chrF statistics come in triples")
+    if stats.shape[1] % 3 or not 0 < stats.shape[1] <= 3 * MAX_ORDER:
+        raise ValueError("chrF statistics come in triples, one to MAX_ORDER of them")
     cdef int order = stats.shape[1] // 3
     out = np.zeros(stats.shape[0], dtype=np.float64)
     cdef double[::1] o = out
@@ -185,7 +189,7 @@ def chrf_scores(const int64_t[:, ::1] stats, double beta, bint eps_smoothing):
 
 def bleu_scores(const int64_t[:, ::1] stats, int max_order, int smooth, double smooth_value, bint effective):
     """sacrebleu's score for each row of statistics (float64)."""
-    if stats.shape[1] != 2 + 2 * max_order:
+    if not 1 <= max_order <= MAX_ORDER or stats.shape[1] != 2 + 2 * max_order:
         raise ValueError("statistics do not match max_order")
     out = np.zeros(stats.shape[0], dtype=np.float64)
     cdef double[::1] o = out
@@ -198,7 +202,7 @@ def bleu_scores(const int64_t[:, ::1] stats, int max_order, int smooth, double s
 
 def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_value, bint effective):
     """(score, bp, precisions, counts, totals) for one row of (summed) statistics."""
-    if st.shape[0] != 2 + 2 * max_order:
+    if not 1 <= max_order <= MAX_ORDER or st.shape[0] != 2 + 2 * max_order:
         raise ValueError("statistics do not match max_order")
     cdef vector[double] prec, correct, total
     prec.resize(max_order)
@@ -297,7 +301,8 @@ def rouge_tokenize(text, bint stem):
 def lcs_lengths(const int[::1] a, const int[::1] b):
     """(bit-parallel, DP) LCS lengths of two id sequences with ids in [0, max+1): a test hook."""
     cdef BitLCS bl
-    cdef int hi = 0, i
+    cdef int hi = 0
+    cdef Py_ssize_t i
     for i in range(a.shape[0]):
         if a[i] < 0:
             raise ValueError("ids must be >= 0")
@@ -319,6 +324,8 @@ def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, cons
     Bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
     """
     cdef Py_ssize_t n = a_off.shape[0] - 1
+    if n < 0 or b_off.shape[0] != a_off.shape[0] or n_ids < 1:
+        raise ValueError("a_off and b_off need one entry per pair plus one; n_ids >= 1")
     out = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     cdef const int* pa = &a[0] if a.shape[0] else NULL

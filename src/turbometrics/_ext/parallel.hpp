@@ -125,18 +125,20 @@ struct Enter {
 };
 
 // One thread's share of a call: build its state (a failure there fails the thread's first item),
-// then run the items it is handed until the call stops.
+// then run the items it is handed until the call stops (checked at the start of each chunk: a
+// checkpoint per short row cost 5% of a small call).
 template <class Init, class Body>
 struct Worker {
   Call& call;
   Init& init;
   Body& body;
+  int64_t chunk;
   std::optional<std::invoke_result_t<Init&>> state;
   void operator()(int64_t i) {
     if (call.stop.load(std::memory_order_relaxed)) return;
     try {
       if (!state) state.emplace(init());
-      checkpoint();
+      if (i % chunk == 0) checkpoint();
       body(*state, i);
     } catch (...) {
       call.fail(i, std::current_exception());
@@ -157,7 +159,7 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
 #pragma omp parallel num_threads(t)
   {
     Enter enter(&call, caller && omp_get_thread_num() == 0);  // the master thread is the caller
-    Worker<Init, Body> w{call, init, body};
+    Worker<Init, Body> w{call, init, body, chunk};
 #pragma omp for schedule(dynamic, chunk)
     for (int64_t i = 0; i < n; ++i) w(i);
   }
@@ -244,7 +246,7 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
   const bool caller = tl_caller;
   std::function<void()> task = [&] {
     Enter enter(&call, caller && std::this_thread::get_id() == me);
-    Worker<Init, Body> w{call, init, body};
+    Worker<Init, Body> w{call, init, body, chunk};
     for (int64_t lo; (lo = next.fetch_add(chunk, std::memory_order_relaxed)) < n && !call.stop.load();)
       for (int64_t i = lo, hi = std::min(n, lo + chunk); i < hi; ++i) w(i);
   };

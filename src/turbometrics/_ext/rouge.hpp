@@ -92,6 +92,8 @@ struct BitLCS {
 
   int64_t lcs(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
     if (m == 0 || n == 0) return 0;
+    if (m > INT32_MAX)  // positions are int32 (tm.lcs_length's sequences; ROUGE's texts have < 2^28 tokens)
+      throw std::invalid_argument("a sequence of " + std::to_string(m) + " ids is over the limit of 2^31 - 1");
     if (dirty || slot.size() < n_ids) slot.assign(std::max(slot.size(), n_ids), -1);
     dirty = true;
     const int64_t W = (m + 63) / 64;

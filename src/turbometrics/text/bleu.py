@@ -204,8 +204,8 @@ class BLEU(Metric):
         self._code, default = SMOOTH[smooth_method]
         self._value = default if smooth_value is None else V.check_real(smooth_value, "smooth_value")
         self._order = V.check_int(max_ngram_order, "max_ngram_order")
-        if self._order < 1:
-            raise ValueError(f"max_ngram_order must be >= 1, got {self._order}")
+        if not 1 <= self._order <= _text.MAX_ORDER:
+            raise ValueError(f"max_ngram_order must be in [1, {_text.MAX_ORDER}], got {self._order}")
         self.tokenize, self.lowercase, self.smooth_method = tokenize, bool(lowercase), smooth_method
         self.smooth_value, self.max_ngram_order = smooth_value, max_ngram_order
         self.effective_order, self.spm_model = bool(effective_order), spm_model

@@ -86,8 +86,9 @@ class CHRF(Metric):
     def __init__(self, char_order: int = 6, word_order: int = 0, beta: float = 2, lowercase: bool = False,
                  whitespace: bool = False, eps_smoothing: bool = False):
         nc, nw = V.check_int(char_order, "char_order"), V.check_int(word_order, "word_order")
-        if nc < 0 or nw < 0 or nc + nw < 1:
-            raise ValueError(f"char_order and word_order must be >= 0 with at least one order; got {nc}, {nw}")
+        if nc < 0 or nw < 0 or not 1 <= nc + nw <= _text.MAX_ORDER:
+            raise ValueError(f"char_order and word_order must be >= 0 with one to {_text.MAX_ORDER} orders in all; "
+                             f"got {nc}, {nw}")
         V.check_real(beta, "beta", positive=True, exc=ValueError)
         self.char_order, self.word_order, self.beta = char_order, word_order, beta
         self.lowercase, self.whitespace, self.eps_smoothing = bool(lowercase), bool(whitespace), bool(eps_smoothing)
