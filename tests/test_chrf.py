@@ -1,4 +1,5 @@
 """chrF / chrF++ against sacrebleu: every WMT17 system, every option, adversarial strings."""
+import numpy as np
 import pytest
 import sacrebleu
 from hypothesis import given, settings
@@ -58,6 +59,33 @@ def test_chrf_matches_sacrebleu_on_adversarial_segments(hyp, r1, r2, word_order,
     refs = [[r1], [r2]]
     kw = dict(word_order=word_order, lowercase=lowercase, whitespace=whitespace, eps_smoothing=eps)
     assert tm.corpus_chrf([hyp], refs, **kw).score == CHRF(**kw).corpus_score([hyp], refs).score
+
+
+@settings(max_examples=200, deadline=None)
+@given(hyp=ADVERSARIAL, r1=ADVERSARIAL, r2=st.one_of(st.none(), ADVERSARIAL),
+       char_order=st.sampled_from([1, 3, 4, 6, 7, 9, 19]), word_order=st.sampled_from([0, 1, 3, 33]),
+       whitespace=st.booleans())
+def test_every_counting_path_matches_sacrebleu(hyp, r1, r2, char_order, word_order, whitespace):
+    # n-grams as 64-bit keys, 128-bit keys (4+ astral or BMP characters), and the levels past 128 bits
+    # (8+ emoji, 9+ CJK characters, 33 words of 4+ bits)
+    refs = [[r1], [r2]]
+    kw = dict(char_order=char_order, word_order=word_order, whitespace=whitespace)
+    assert tm.corpus_chrf([hyp], refs, **kw).score == CHRF(**kw).corpus_score([hyp], refs).score
+
+
+@pytest.mark.parametrize("alphabet,char_order,word_order", [
+    ("ab cd", 6, 2), ("ab cdéü", 6, 2),            # 64-bit keys
+    ("ab中文 カ", 6, 20), ("a😀b 👍", 6, 2),         # 128-bit keys (BMP and astral characters)
+    ("a😀b 👍", 8, 0), ("ab中文 カ", 9, 0),          # the levels past 128 bits (17 and 15 bits a character)
+    ("abcdefghij k l m n o p", 2, 40)])             # word levels (40 words of 5+ bits)
+def test_each_counting_path_matches_sacrebleu(alphabet, char_order, word_order):
+    rng = np.random.default_rng(char_order * 100 + word_order)
+    texts = ["".join(rng.choice(list(alphabet), 300)) for _ in range(6)]
+    hyps, refs = texts[:3], [texts[3:]]
+    kw = dict(char_order=char_order, word_order=word_order)
+    assert tm.corpus_chrf(hyps, refs, **kw).score == CHRF(**kw).corpus_score(hyps, refs).score
+    assert tm.segment_chrf(hyps, refs, **kw).tolist() == [CHRF(**kw).sentence_score(h, [r]).score
+                                                         for h, r in zip(hyps, refs[0])]
 
 
 def test_slow_agrees(wmt17):

@@ -97,49 +97,64 @@ struct BitLCS {
     if (dirty || slot.size() < n_ids) slot.assign(std::max(slot.size(), n_ids), -1);
     dirty = true;
     const int64_t W = (m + 63) / 64;
+    // kept masks: symbols with at least T positions, T chosen so they fit 2^24 words (all of them below
+    // 32,768 tokens: then the masks are set straight from a, as for short texts, the common case)
+    const int64_t T = std::max<int64_t>(1, (m * W + ((int64_t)1 << 24) - 1) >> 24);
     ids.clear();
-    cnt.clear();
     for (int64_t i = 0; i < m; ++i) {
       int32_t& s = slot[a[i]];
-      if (s < 0) { s = (int32_t)ids.size(); ids.push_back(a[i]); cnt.push_back(0); }
-      cnt[s]++;
+      if (s < 0) { s = (int32_t)ids.size(); ids.push_back(a[i]); }
     }
     const size_t k = ids.size();
-    // positions of each symbol, in order (CSR)
-    first.assign(k + 1, 0);
-    for (size_t s = 0; s < k; ++s) first[s + 1] = first[s] + cnt[s];
-    pos.resize((size_t)m);
-    for (size_t s = 0; s < k; ++s) cnt[s] = first[s];
-    for (int64_t i = 0; i < m; ++i) pos[(size_t)cnt[slot[a[i]]]++] = (int32_t)i;
-    // kept masks: symbols with at least T positions, T chosen so they fit 2^24 words
-    const int64_t T = std::max<int64_t>(1, (m * W + ((int64_t)1 << 24) - 1) >> 24);
-    row.assign(k, -1);
-    int32_t rows = 0;
-    for (size_t s = 0; s < k; ++s) if (first[s + 1] - first[s] >= T) row[s] = rows++;
-    pm.assign((size_t)rows * W, 0);
-    for (size_t s = 0; s < k; ++s)
-      if (row[s] >= 0)
-        for (int32_t q = first[s]; q < first[s + 1]; ++q) pm[(size_t)row[s] * W + pos[q] / 64] |= 1ULL << (pos[q] % 64);
-    scratch.assign((size_t)W, 0);
+    if (T == 1) {
+      pm.assign(k * W, 0);
+      for (int64_t i = 0; i < m; ++i) pm[(size_t)slot[a[i]] * W + i / 64] |= 1ULL << (i % 64);
+    } else {
+      // positions of each symbol, in order (CSR)
+      first.assign(k + 1, 0);
+      for (int64_t i = 0; i < m; ++i) first[(size_t)slot[a[i]] + 1]++;
+      for (size_t s = 0; s < k; ++s) first[s + 1] += first[s];
+      cnt.assign(first.begin(), first.end() - 1);
+      pos.resize((size_t)m);
+      for (int64_t i = 0; i < m; ++i) pos[(size_t)cnt[slot[a[i]]]++] = (int32_t)i;
+      row.resize(k);
+      int32_t rows = 0;
+      for (size_t s = 0; s < k; ++s) row[s] = first[s + 1] - first[s] >= T ? rows++ : -1;
+      pm.assign((size_t)rows * W, 0);
+      for (size_t s = 0; s < k; ++s)
+        if (row[s] >= 0)
+          for (int32_t q = first[s]; q < first[s + 1]; ++q)
+            pm[(size_t)row[s] * W + pos[q] / 64] |= 1ULL << (pos[q] % 64);
+    }
     v.assign((size_t)W, ~0ULL);
-    int64_t work = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const int32_t s = slot[b[j]];
-      if (s < 0) continue;  // (V + 0) | V = V
-      const bool kept = row[s] >= 0;
-      if (!kept)
-        for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] |= 1ULL << (pos[q] % 64);
-      const uint64_t* p = kept ? &pm[(size_t)row[s] * W] : scratch.data();
-      uint64_t carry = 0;
-      for (int64_t w = 0; w < W; ++w) {
-        const uint64_t u = v[w] & p[w];
-        const uint64_t sum = v[w] + u + carry;
-        carry = (sum < v[w]) || (carry && sum == v[w]);
-        v[w] = sum | (v[w] & ~p[w]);
+    if (W == 1) {  // up to 64 tokens (most texts): one word, no carries, every mask kept
+      uint64_t x = ~0ULL;
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t s = slot[b[j]];
+        if (s >= 0) x = (x + (x & pm[(size_t)s])) | (x & ~pm[(size_t)s]);
       }
-      if (!kept)
-        for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
-      if ((work += W) >= ((int64_t)1 << 22)) { work = 0; tmp::checkpoint(); }
+      v[0] = x;
+    } else {
+      if (T > 1) scratch.assign((size_t)W, 0);
+      int64_t work = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t s = slot[b[j]];
+        if (s < 0) continue;  // (V + 0) | V = V
+        const bool kept = T == 1 || row[s] >= 0;
+        if (!kept)
+          for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] |= 1ULL << (pos[q] % 64);
+        const uint64_t* p = kept ? &pm[(size_t)(T == 1 ? s : row[s]) * W] : scratch.data();
+        uint64_t carry = 0;
+        for (int64_t w = 0; w < W; ++w) {
+          const uint64_t u = v[w] & p[w];
+          const uint64_t sum = v[w] + u + carry;
+          carry = (sum < v[w]) || (carry && sum == v[w]);
+          v[w] = sum | (v[w] & ~p[w]);
+        }
+        if (!kept)
+          for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
+        if ((work += W) >= ((int64_t)1 << 22)) { work = 0; tmp::checkpoint(); }
+      }
     }
     for (int32_t id : ids) slot[id] = -1;
     dirty = false;

@@ -88,17 +88,24 @@ static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, const
     const Cell* up = dist.data() + b.off[i - 1];
     const int lo = b.lo[i], hi = b.hi[i], ulo = b.lo[i - 1], uhi = b.hi[i - 1];
     auto above = [&](int j) { return j >= ulo && j < uhi ? up[j - ulo].cost : INF; };
-    for (int j = lo; j < hi; ++j) {
-      if (j == 0) { row[0] = {above(0) + 1, DEL}; continue; }
+    int32_t left = INF;  // row[j - 1]'s cost, INF left of the band
+    auto put = [&](int j, int32_t up_left, int32_t up_here) {
       const bool same = h[i - 1] == r[j - 1];
       Cell c = {INF, UNDEF};
-      const int32_t left = j > lo ? row[j - 1 - lo].cost : INF;
-      const int32_t sub = above(j - 1) + (same ? 0 : 1), del = above(j) + 1, ins = left + 1;
+      const int32_t sub = up_left + (same ? 0 : 1), del = up_here + 1, ins = left + 1;
       if (c.cost > sub) c = {sub, same ? NOP : SUB};  // sacrebleu's order: no-op/sub, deletion, insertion
       if (c.cost > del) c = {del, DEL};
       if (c.cost > ins) c = {ins, INS};
       row[j - lo] = c;
-    }
+      left = c.cost;
+    };
+    int j = lo;
+    if (j == 0 && j < hi) { row[0] = {above(0) + 1, DEL}; left = row[0].cost; j = 1; }
+    // the row above holds both j - 1 and j for ulo < j < uhi: no bounds checks there
+    const int fast_lo = std::min(hi, std::max(j, ulo + 1)), fast_hi = std::max(fast_lo, std::min(hi, uhi));
+    for (; j < fast_lo; ++j) put(j, above(j - 1), above(j));
+    for (; j < fast_hi; ++j) put(j, up[j - 1 - ulo].cost, up[j - ulo].cost);
+    for (; j < hi; ++j) put(j, above(j - 1), above(j));
   }
   return b.get(dist, nh, nr).cost;
 }

@@ -288,6 +288,15 @@ static inline uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+// The first table of a map sized for n items: no more than 4,096 slots, whatever n (a table doubles
+// at half load, so memory follows the distinct keys, not the items: a 50 MB text has 10^7 tokens but
+// far fewer distinct ones). Ids are handed out in insertion order either way.
+static inline size_t first_capacity(size_t n_items) {
+  size_t cap = 16;
+  while (cap < 2 * std::min<size_t>(n_items, 2048)) cap <<= 1;
+  return cap;
+}
+
 // Open-addressing map from 64-bit keys to dense ids 0, 1, 2, ...
 struct IdMap {
   std::vector<uint64_t> keys;
@@ -295,14 +304,29 @@ struct IdMap {
   size_t mask = 0;
   int32_t next = 0;
   void reset(size_t n_items) {
-    size_t cap = 16;
-    while (cap < 2 * n_items) cap <<= 1;
+    const size_t cap = first_capacity(n_items);
     if (keys.size() < cap) { keys.resize(cap); vals.resize(cap); }
     mask = cap - 1;
     std::fill(vals.begin(), vals.begin() + cap, -1);
     next = 0;
   }
+  __attribute__((noinline)) void grow() {  // rare: keep id() small enough to inline
+    const size_t cap = 2 * (mask + 1);
+    std::vector<uint64_t> k2(cap);
+    std::vector<int32_t> v2(cap, -1);
+    for (size_t h = 0; h <= mask; ++h) {
+      if (vals[h] < 0) continue;
+      size_t j = mix64(keys[h]) & (cap - 1);
+      while (v2[j] >= 0) j = (j + 1) & (cap - 1);
+      k2[j] = keys[h];
+      v2[j] = vals[h];
+    }
+    keys.swap(k2);
+    vals.swap(v2);
+    mask = cap - 1;
+  }
   int32_t id(uint64_t key) {
+    if (2 * ((size_t)next + 1) > mask + 1) grow();
     size_t h = mix64(key) & mask;
     while (vals[h] >= 0) {
       if (keys[h] == key) return vals[h];
@@ -314,30 +338,62 @@ struct IdMap {
   }
 };
 
-// Token content -> dense id, exact (hash collisions are resolved by comparing code points).
+// Token content -> dense id, exact (hash collisions are resolved by comparing code points). Slots point
+// at the tokens' text, which must outlive the map, unless reset(n, true) asks it to keep its own copy
+// of each distinct token (chrF reads one text at a time and reuses the buffer).
 struct TokenIds {
   struct Slot { uint64_t hash; const uint32_t* p; int32_t len; int32_t id; };
   std::vector<Slot> slots;
   size_t mask = 0;
   int32_t next = 0;
-  void reset(size_t n_items) {
-    size_t cap = 16;
-    while (cap < 2 * n_items) cap <<= 1;
+  bool own = false;
+  std::vector<std::vector<uint32_t>> chunks;  // the copies: chunks never reallocate, so pointers hold
+  void reset(size_t n_items, bool own_copies = false) {
+    const size_t cap = first_capacity(n_items);
     if (slots.size() < cap) slots.resize(cap);
     mask = cap - 1;
     for (size_t i = 0; i < cap; ++i) slots[i].id = -1;
     next = 0;
+    own = own_copies;
+    if (chunks.size() > 1) chunks.resize(1);  // the first chunk's memory is kept for the next segment
+    if (!chunks.empty()) chunks[0].clear();
+    used = 0;
+  }
+  __attribute__((noinline)) void grow() {  // rare: keep id() small enough to inline
+    const size_t cap = 2 * (mask + 1);
+    std::vector<Slot> s2(cap);
+    for (Slot& s : s2) s.id = -1;
+    for (size_t h = 0; h <= mask; ++h) {
+      if (slots[h].id < 0) continue;
+      size_t j = mix64(slots[h].hash) & (cap - 1);
+      while (s2[j].id >= 0) j = (j + 1) & (cap - 1);
+      s2[j] = slots[h];
+    }
+    slots.swap(s2);
+    mask = cap - 1;
+  }
+  size_t used = 0;  // chunks in use
+  const uint32_t* keep(const uint32_t* p, int32_t len) {
+    if (used == 0 || chunks[used - 1].size() + len > chunks[used - 1].capacity()) {
+      if (used == chunks.size()) chunks.emplace_back();
+      chunks[used].clear();
+      chunks[used++].reserve(std::max<size_t>(4096, (size_t)len));
+    }
+    std::vector<uint32_t>& c = chunks[used - 1];
+    c.insert(c.end(), p, p + len);
+    return c.data() + c.size() - len;
   }
   int32_t id(const uint32_t* p, int32_t len) {
+    if (2 * ((size_t)next + 1) > mask + 1) grow();
     uint64_t h = 1469598103934665603ULL;
     for (int32_t i = 0; i < len; ++i) h = (h ^ p[i]) * 1099511628211ULL;
     size_t k = mix64(h) & mask;
     while (slots[k].id >= 0) {
       Slot& s = slots[k];
-      if (s.hash == h && s.len == len && std::memcmp(s.p, p, len * sizeof(uint32_t)) == 0) return s.id;
+      if (s.hash == h && s.len == len && std::memcmp(s.p, p, (size_t)len * sizeof(uint32_t)) == 0) return s.id;
       k = (k + 1) & mask;
     }
-    slots[k] = {h, p, len, next};
+    slots[k] = {h, own ? keep(p, len) : p, len, next};
     return next++;
   }
 };
@@ -391,17 +447,19 @@ struct Levels {
   }
 };
 
+// The dense ids (exact) of one token list into `ids`.
+static void sequence_ids(const Tokens& t, TokenIds& tids, std::vector<int32_t>& ids) {
+  ids.resize(t.size());
+  for (size_t i = 0; i < t.size(); ++i) ids[i] = tids.id(t.text.data() + t.start[i], t.len[i]);
+}
+
 // Map tokens to dense ids (exact) into lv.uni[s] for each token list.
 static void token_ids(const std::vector<Tokens>& toks, int nseq, TokenIds& tids, Levels& lv) {
   size_t total = 0;
   for (int s = 0; s < nseq; ++s) total += toks[s].size();
   tids.reset(total);
   if ((int)lv.uni.size() < nseq) { lv.uni.resize(nseq); lv.gram.resize(nseq); }
-  for (int s = 0; s < nseq; ++s) {
-    const Tokens& t = toks[s];
-    lv.uni[s].resize(t.size());
-    for (size_t i = 0; i < t.size(); ++i) lv.uni[s][i] = tids.id(t.text.data() + t.start[i], t.len[i]);
-  }
+  for (int s = 0; s < nseq; ++s) sequence_ids(toks[s], tids, lv.uni[s]);
 }
 
 // ---------------------------------------------------------------- BLEU statistics
@@ -517,48 +575,206 @@ static double chrf_f(const int64_t* st, int order, double beta, bool eps_smoothi
   return 0.0;
 }
 
+// Counts of the n-grams of one hypothesis, each n-gram packed into a key of n symbols of `bits` bits
+// (n * bits <= the key's width): exact, and the memory follows the hypothesis's distinct n-grams
+// (a 50 MB text's tokens or characters are never stored one by one).
+template <class Key>
+struct GramCounts {
+  struct Slot { Key key; int32_t h, r; };  // h: count in the hypothesis (0: empty), r: in the reference
+  static constexpr size_t TRACKED = 1 << 16;
+  std::vector<Slot> slots;
+  std::vector<uint32_t> filled;  // the slots in use while the table is small: clearing costs the n-grams,
+  size_t mask = 0, used = 0;     // not the table (most segments are short); a large table is scanned
+  // Empty, sized for a hypothesis of `expect` n-grams (the table grows at 3/4 load from there).
+  void reset(size_t expect) {
+    if (mask + 1 <= TRACKED) for (uint32_t j : filled) slots[j] = Slot{Key(0), 0, 0};
+    else slots.clear();
+    filled.clear();
+    const size_t cap = first_capacity(expect);
+    if (slots.size() < cap || slots.size() > 64 * cap) slots.assign(cap, Slot{Key(0), 0, 0});
+    set_mask(cap - 1);
+    used = 0;
+  }
+  int shift = 64;
+  // Fibonacci hashing: the top bits of one multiplication (mix64 cost 10% of chrF)
+  size_t hash(Key k) const {
+    uint64_t x = (uint64_t)k;
+    if constexpr (sizeof(Key) > 8) x ^= (uint64_t)(k >> 64) * 0xff51afd7ed558ccdULL;
+    return (size_t)((x * 0x9e3779b97f4a7c15ULL) >> shift);
+  }
+  void set_mask(size_t m) {
+    mask = m;
+    shift = 64;
+    for (size_t c = m + 1; c > 1; c >>= 1) --shift;
+  }
+  __attribute__((noinline)) void grow() {  // rare: keep id() small enough to inline
+    std::vector<Slot> s2(2 * (mask + 1), Slot{Key(0), 0, 0});
+    const size_t m2 = s2.size() - 1, old = mask;
+    set_mask(m2);
+    filled.clear();
+    for (size_t j = 0; j <= old; ++j) {
+      if (!slots[j].h) continue;
+      size_t q = hash(slots[j].key);
+      while (s2[q].h) q = (q + 1) & m2;
+      s2[q] = slots[j];
+      if (m2 + 1 <= TRACKED) filled.push_back((uint32_t)q);
+    }
+    if (m2 + 1 > TRACKED) std::vector<uint32_t>().swap(filled);
+    slots.swap(s2);
+  }
+  void add(Key k) {
+    if (4 * (used + 1) > 3 * (mask + 1)) grow();
+    size_t j = hash(k);
+    while (slots[j].h && !(slots[j].key == k)) j = (j + 1) & mask;
+    if (!slots[j].h) {
+      slots[j].key = k;
+      ++used;
+      if (mask + 1 <= TRACKED) filled.push_back((uint32_t)j);
+    }
+    slots[j].h++;
+  }
+  // one more occurrence in the reference: true when it is matched (the hypothesis has more)
+  bool match(Key k) {
+    size_t j = hash(k);
+    while (slots[j].h) {
+      if (slots[j].key == k) return slots[j].r++ < slots[j].h;
+      j = (j + 1) & mask;
+    }
+    return false;
+  }
+  void clear_refs() {
+    if (mask + 1 <= TRACKED) for (uint32_t j : filled) slots[j].r = 0;
+    else for (size_t j = 0; j <= mask; ++j) slots[j].r = 0;
+  }
+};
+
+typedef unsigned __int128 u128;
+
 struct ChrfWork {
   std::vector<Tokens> chars, words;
   std::vector<U32> text;
   TokenIds tids;
   Levels lv;
+  GramCounts<uint64_t> g64;
+  GramCounts<u128> g128;
   std::vector<int64_t> per_ref;
 };
 
+static inline int bit_width(uint64_t x) { int b = 0; while (x) { ++b; x >>= 1; } return b; }
+
+// Per-order [hyp, ref, match] triples of order n for each reference, into w.per_ref at column `col`:
+// each(s, f) calls f(symbol) for every symbol of sequence s (0: the hypothesis, 1..R: the references).
+template <class Key, class Each>
+static void count_order(GramCounts<Key>& g, int n, int bits, int R, int order, int col, int64_t expect, Each each,
+                        ChrfWork& w) {
+  const int width = n * bits;
+  const Key keep = width >= (int)(8 * sizeof(Key)) ? ~Key(0) : (Key(1) << width) - 1;
+  g.reset((size_t)expect);
+  Key k = 0;
+  int64_t seen = 0;
+  each(0, [&](uint32_t c) {
+    k = ((k << bits) | c) & keep;
+    if (++seen >= n) g.add(k);
+  });
+  const int64_t nh = std::max<int64_t>(0, seen - n + 1);
+  for (int r = 1; r <= R; ++r) {
+    if (r > 1) g.clear_refs();
+    int64_t match = 0;
+    k = 0;
+    seen = 0;
+    each(r, [&](uint32_t c) {
+      k = ((k << bits) | c) & keep;
+      if (++seen >= n && g.match(k)) ++match;
+    });
+    const int64_t nr = std::max<int64_t>(0, seen - n + 1);
+    int64_t* st = &w.per_ref[((size_t)(r - 1) * order + col) * 3];
+    st[0] = nr > 0 ? nh : 0;
+    st[1] = nr;
+    st[2] = (nh > 0 && nr > 0) ? match : 0;
+  }
+}
+
+// Orders 1..N into columns base + n - 1 with packed keys, while n symbols of `bits` bits fit 128 bits;
+// returns the first order left (N + 1 when none is).
+template <class Each>
+static int packed_orders(int N, int base, int bits, int R, int order, int64_t expect, Each each, ChrfWork& w) {
+  int n = 1;
+  for (; n <= N && n * bits <= 64; ++n) count_order(w.g64, n, bits, R, order, base + n - 1, expect, each, w);
+  for (; n <= N && n * bits <= 128; ++n) count_order(w.g128, n, bits, R, order, base + n - 1, expect, each, w);
+  return n;
+}
+
+// Orders first..N from the n-gram levels of w.lv.uni (the symbols' ids, filled by the caller) into
+// columns base + n - 1: ids per position, for words (a fifth as many as characters) and for characters
+// past what 128-bit keys hold.
+static void level_orders(int first, int N, int base, int R, int order, ChrfWork& w) {
+  w.lv.begin(R + 1, (size_t)w.tids.next);
+  for (int n = 1; n <= N; ++n) {
+    if (n > 1) w.lv.next(n - 1);
+    if (n < first) continue;
+    const int64_t nh = (int64_t)w.lv.at(0).size();
+    for (int r = 1; r <= R; ++r) {
+      const int64_t nr = (int64_t)w.lv.at(r).size();
+      int64_t* st = &w.per_ref[((size_t)(r - 1) * order + base + n - 1) * 3];
+      st[0] = nr > 0 ? nh : 0;
+      st[1] = nr;
+      st[2] = (nh > 0 && nr > 0) ? w.lv.clipped(0, r) : 0;
+    }
+  }
+}
+
 // Per-order [hyp, ref, match] triples of the reference with the best F (the first on ties).
+// Characters are read in place (no copy of a text); words need the text's tokens.
 static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int nc, int nw, double beta,
                          bool whitespace, bool eps_smoothing, ChrfWork& w, int64_t* out) {
   const int order = nc + nw;
-  int nseq = 0;
-  if ((int)w.text.size() < nrefs + 1) { w.text.resize(nrefs + 1); w.chars.resize(nrefs + 1); w.words.resize(nrefs + 1); }
-  auto add = [&](const StrView& v) {
-    U32& t = w.text[nseq];
-    load(v, v.len, t);
-    chrf_chars(t, whitespace, w.chars[nseq]);
-    if (nw > 0) chrf_words(t, w.words[nseq]);  // takes t's buffer
-    ++nseq;
-  };
-  add(hyp);
-  for (int r = 0; r < nrefs; ++r) if (refs[r].data) add(refs[r]);
-  const int R = nseq - 1;
+  std::vector<const StrView*> seq(1, &hyp);
+  for (int r = 0; r < nrefs; ++r) if (refs[r].data) seq.push_back(&refs[r]);
+  const int nseq = (int)seq.size(), R = nseq - 1;
   w.per_ref.assign((size_t)R * 3 * order, 0);
-  auto count = [&](std::vector<Tokens>& toks, int N, int base) {
-    token_ids(toks, nseq, w.tids, w.lv);
-    w.lv.begin(nseq, (size_t)w.tids.next);
-    for (int n = 1; n <= N; ++n) {
-      if (n > 1) w.lv.next(n - 1);
-      const int64_t nh = (int64_t)w.lv.at(0).size();
-      for (int r = 1; r <= R; ++r) {
-        const int64_t nr = (int64_t)w.lv.at(r).size();
-        int64_t* st = &w.per_ref[((size_t)(r - 1) * order + base + n - 1) * 3];
-        st[0] = nr > 0 ? nh : 0;
-        st[1] = nr;
-        st[2] = (nh > 0 && nr > 0) ? w.lv.clipped(0, r) : 0;
+  if (nc > 0) {
+    uint32_t top = 0;  // the largest code point: the bits a character needs
+    for (const StrView* v : seq)
+      for (int64_t i = 0; i < v->len; ++i) top = std::max(top, at(*v, i));
+    const int bits = std::max(1, bit_width(top));
+    auto chars = [&](int s, auto&& f) {
+      const StrView& v = *seq[s];
+      switch (v.kind) {  // one switch on the storage kind, not one per character
+        case 1: { const uint8_t* p = static_cast<const uint8_t*>(v.data);
+                  for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } break; }
+        case 2: { const uint16_t* p = static_cast<const uint16_t*>(v.data);
+                  for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } break; }
+        default: { const uint32_t* p = static_cast<const uint32_t*>(v.data);
+                   for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } }
       }
+    };
+    const int n = packed_orders(nc, 0, bits, R, order, hyp.len, chars, w);
+    if (n <= nc) {  // long character n-grams: the levels, on the characters as tokens
+      if ((int)w.chars.size() < nseq) { w.text.resize(nseq); w.chars.resize(nseq); }
+      for (int s = 0; s < nseq; ++s) { load(*seq[s], seq[s]->len, w.text[s]); chrf_chars(w.text[s], whitespace, w.chars[s]); }
+      token_ids(w.chars, nseq, w.tids, w.lv);
+      level_orders(n, nc, 0, R, order, w);
     }
-  };
-  count(w.chars, nc, 0);
-  if (nw > 0) count(w.words, nw, nc);
+  }
+  if (nw > 0) {
+    // one text's characters and words at a time (the ids keep copies of the distinct words)
+    if (w.text.empty()) w.text.resize(1);
+    if (w.words.empty()) w.words.resize(1);
+    if ((int)w.lv.uni.size() < nseq) { w.lv.uni.resize(nseq); w.lv.gram.resize(nseq); }
+    int64_t chars = 0;
+    for (const StrView* v : seq) chars += v->len;
+    w.tids.reset((size_t)(chars / 4), true);  // (a first size: the map grows if need be)
+    for (int s = 0; s < nseq; ++s) {
+      load(*seq[s], seq[s]->len, w.text[0]);
+      chrf_words(w.text[0], w.words[0]);  // takes the text's buffer
+      sequence_ids(w.words[0], w.tids, w.lv.uni[s]);
+      w.text[0].swap(w.words[0].text);    // the buffer back, for the next text
+    }
+    auto words = [&](int s, auto&& f) { for (int32_t id : w.lv.uni[s]) f((uint32_t)id); };
+    const int bits = std::max(1, bit_width((uint64_t)std::max(w.tids.next - 1, 0)));
+    const int n = packed_orders(nw, nc, bits, R, order, (int64_t)w.lv.uni[0].size(), words, w);
+    if (n <= nw) level_orders(n, nw, nc, R, order, w);
+  }
   int best = 0;
   double best_f = -1.0;
   for (int r = 0; r < R; ++r) {
