@@ -66,7 +66,9 @@ def test_bf16_pairs(rng, v, row_kernel):
     x[3, 299] = 30.0               # the maximum in the last word (or the odd tail)
     got = tm.token_nll(x, t, device="cuda")
     expect = tm.token_nll(x, t)
-    np.testing.assert_allclose(got[:4], expect[:4], rtol=1e-6)
+    # row 3's target is its maximum: the NLL is ~1.8e-9. The GPU adds log(sum) to (max - x[t]) = 0; the
+    # CPU's 16-bit path sums e^x from its table with no max shift, log(sum) - x[t]: exact to ~1e-14 absolute
+    np.testing.assert_allclose(got[:4], expect[:4], rtol=1e-6, atol=1e-13)
     assert np.isnan(got[4:]).all() and np.isnan(expect[4:]).all()
     assert tm.perplexity(x[:4], t[:4], device="cuda") == pytest.approx(tm.perplexity(x[:4], t[:4]), rel=1e-6)
 

@@ -327,7 +327,12 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     ------
     TypeError, ValueError
         For inputs that are not lists of strings, streams of the wrong length,
-        a segment with no reference, or unknown options.
+        a segment with no reference, or unknown options (max_ngram_order is at
+        most 1,024).
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) stops a long call within about 50 ms, also with the GIL released.
+    MemoryError
+        When a segment's working memory cannot be had (the message names the segment).
 
     Examples
     --------

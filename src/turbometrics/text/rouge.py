@@ -195,7 +195,16 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     ------
     TypeError, ValueError
         For inputs that are not strings, lists of the wrong length, a
-        prediction with no reference, or an unknown rouge type.
+        prediction with no reference, or an unknown rouge type. ValueError
+        also, before any work on that pair, for ROUGE-L (and one-sentence
+        ROUGE-Lsum) of m x n tokens with m n > 2**38 (two 524,288-token texts;
+        a few seconds at the limit), and multi-sentence ROUGE-Lsum with
+        m n > 2**32 (rouge-score's DP over every sentence pair; 512 MiB of
+        backtrack bits at most).
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) stops a long call within about 50 ms, also with the GIL released.
+    MemoryError
+        When a segment's working memory cannot be had (the message names the segment).
 
     Examples
     --------
@@ -234,6 +243,10 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
     ------
     TypeError, ValueError
         For non-integer or non-1-D sequences, or lists of different lengths.
+        ValueError also for a pair of m x n ids with m n > 2**38, or a
+        sequence of 2**31 ids or more.
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) stops a long call within about 50 ms.
 
     Examples
     --------

@@ -209,7 +209,14 @@ def corpus_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | No
     ------
     TypeError, ValueError
         For inputs that are not lists of strings, streams of the wrong length,
-        or a segment with no reference.
+        or a segment with no reference. ValueError also for a segment whose
+        beam DP would need more than 2**24 cells (about 50 n_h + 3 n_r for
+        n_h hypothesis and n_r reference tokens: hypotheses past ~330,000
+        tokens, where the shift search could run for a minute): split it.
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) stops a long call within about 50 ms, also with the GIL released.
+    MemoryError
+        When a segment's working memory cannot be had (the message names the segment).
 
     Examples
     --------
