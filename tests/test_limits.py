@@ -138,8 +138,21 @@ def test_rouge_lsum_backtrack_bits_equal_rouge_score():
        st.integers(1, 4))
 def test_bit_parallel_lcs_equals_the_dp(a, b, spread):
     from turbometrics._ext import _text
-    a = np.array([x * spread for x in a], np.int32)  # many symbols: masks from positions, few: kept masks
+    a = np.array([x * spread for x in a], np.int32)
     b = np.array([x * spread for x in b], np.int32)
+    bits, dp = _text.lcs_lengths(a, b)
+    assert bits == dp
+
+
+@pytest.mark.parametrize("m", [40_000, 70_000])
+def test_bit_parallel_lcs_with_masks_from_positions_equals_the_dp(m):
+    # past 32,768 tokens only the frequent symbols keep a mask (2^24 words in all); the others' masks are
+    # set from their positions for each use: frequent, rare and single-occurrence ids mixed
+    from turbometrics._ext import _text
+    rng = np.random.default_rng(m)
+    a = np.where(rng.random(m) < 0.5, rng.integers(0, 20, m), rng.integers(20, 30_000, m)).astype(np.int32)
+    b = np.concatenate([a[rng.integers(0, m, 1500)], rng.integers(0, 40_000, 500)]).astype(np.int32)
+    rng.shuffle(b)
     bits, dp = _text.lcs_lengths(a, b)
     assert bits == dp
 
@@ -176,12 +189,13 @@ def test_chrf_of_a_10mb_pair_stays_within_10x_its_size(word_order):
 # ---------------------------------------------------------------- Ctrl-C stops a long call
 
 SIGINT_CALLS = {
-    # one long pair: the LCS polls inside the item
+    # long pairs: the LCS polls inside the item; 32 short ones first, so that either thread may be the one
+    # left waiting for the other (the caller keeps polling then)
     "rougeL": """
         words = ["w%d" % i for i in range(5000)]
         rng = np.random.default_rng(0)
-        a = [" ".join(rng.choice(words, 500_000)) for _ in range(8)]
-        call = lambda: tm.rouge(a, a[::-1], rouge_types=["rougeL"], num_threads=2)
+        a = ["a b c"] * 32 + [" ".join(rng.choice(words, 500_000)) for _ in range(8)]
+        call = lambda: tm.rouge(a, a[:32] + a[32:][::-1], rouge_types=["rougeL"], num_threads=2)
     """,
     # many segments: polled between them (and inside TER's shift search)
     "TER": """

@@ -100,6 +100,14 @@ class ExactSum:
         total = sum(((int(self.hi[i]) << 27) + int(self.lo[i])) << (int(i) - _OFFSET - 53 - base) for i in nz)
         return total * 2.0 ** base if base >= -1074 and abs(total) < 2**53 else _ratio(total, base)
 
+    def copy(self) -> "ExactSum":
+        out = ExactSum()
+        if self.hi is not None:
+            out.hi, out.lo = self.hi.copy(), self.lo.copy()
+        out.pos_inf, out.neg_inf, out.nan = self.pos_inf, self.neg_inf, self.nan
+        out.pending, out.n_pending = list(self.pending), self.n_pending
+        return out
+
     def __getstate__(self):
         return (self.hi, self.lo, self.pos_inf, self.neg_inf, self.nan, self.pending, self.n_pending)
 

@@ -20,12 +20,21 @@ import numpy as np
 
 __all__ = ["Metric", "Plan", "Signature"]
 
-# State changes (fold, merge, reset) of every metric object take this lock, so threads may share a
-# metric: the kernels (``_stats``, the heavy part) run outside it and in parallel; the folds are
-# short and run one at a time, so the state is what serial updates give (``ExactSum`` bins are
-# added in place with the GIL released: two folds at once lost updates). One lock for all objects
-# keeps metrics picklable and copyable as plain attributes.
+# Every metric object's state changes (fold, merge, reset) and reads (compute, _plan, pickling) take
+# this lock, so threads may share a metric: the kernels (``_stats``, the heavy part) run outside it
+# and in parallel; the folds are short and run one at a time, so the state is what serial updates
+# give (``ExactSum`` bins are added in place with the GIL released: two folds at once lost updates),
+# and a read never sees half a fold. One lock for all objects keeps metrics picklable and copyable
+# as plain attributes.
 _STATE_LOCK = threading.RLock()
+
+
+def _locked(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with _STATE_LOCK:
+            return method(self, *args, **kwargs)
+    return run
 
 
 class Signature(str):
@@ -109,6 +118,22 @@ class Metric:
 
     _state: ClassVar[dict[str, Callable[[], Any]]] = {}
     modes: ClassVar[tuple[str, ...]] = ("default",)  # resampling modes for bootstrap_ci / paired_test
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("compute", "_plan"):  # the state readers each metric defines
+            if name in cls.__dict__:
+                setattr(cls, name, _locked(cls.__dict__[name]))
+
+    def __getstate__(self) -> dict:
+        """A snapshot (pickling reads it after the lock is released): the state lists copied, and the
+        parts folded in place (``ExactSum``) too."""
+        with _STATE_LOCK:
+            out = dict(vars(self))
+            for name in self._state:
+                part = out[name]
+                out[name] = list(part) if isinstance(part, list) else part.copy()
+            return out
 
     def reset(self) -> "Metric":
         """Drop the state; the options stay."""

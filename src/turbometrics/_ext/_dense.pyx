@@ -18,9 +18,10 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 
 cdef extern from "pyglue.hpp" namespace "tmp":
     void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
-    void install_poll()   # long kernels poll Python's signal handlers: Ctrl-C stops them
+    void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
 
-install_poll()
+import threading as _threading
+install_poll(_threading.main_thread().ident)
 
 
 cdef extern from "dense.hpp" namespace "tmk":

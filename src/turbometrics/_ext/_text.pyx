@@ -23,9 +23,10 @@ cdef extern from "Python.h":
 
 cdef extern from "pyglue.hpp" namespace "tmp":
     void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
-    void install_poll()   # long kernels poll Python's signal handlers: Ctrl-C stops them
+    void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
 
-install_poll()
+import threading as _threading
+install_poll(_threading.main_thread().ident)
 
 
 cdef extern from "text.hpp" namespace "tmt":
@@ -301,8 +302,7 @@ def rouge_tokenize(text, bint stem):
 def lcs_lengths(const int[::1] a, const int[::1] b):
     """(bit-parallel, DP) LCS lengths of two id sequences with ids in [0, max+1): a test hook."""
     cdef BitLCS bl
-    cdef int hi = 0
-    cdef Py_ssize_t i
+    cdef Py_ssize_t hi = 0, i
     for i in range(a.shape[0]):
         if a[i] < 0:
             raise ValueError("ids must be >= 0")
@@ -321,7 +321,7 @@ def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, cons
     """LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]); ids in [0, n_ids).
 
     Callers validate: offsets non-decreasing within the arrays, ids in range.
-    Bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
+    Bit-parallel (each thread keeps an id table n_ids long).
     """
     cdef Py_ssize_t n = a_off.shape[0] - 1
     if n < 0 or b_off.shape[0] != a_off.shape[0] or n_ids < 1:

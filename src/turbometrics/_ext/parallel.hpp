@@ -15,11 +15,13 @@
 // done, its message prefixed with the item ("segment 12: ..."). The bindings
 // declare every kernel `except +`, so Python sees MemoryError / ValueError.
 //
-// Cancellation: the bindings set `poll_hook` (take the GIL, run Python's
-// signal handlers; true when one raised, e.g. KeyboardInterrupt). The calling
-// thread runs it from checkpoint() at most every 50 ms, between items and
-// wherever a long item calls checkpoint(); then every thread stops at its next
-// checkpoint and the call throws Interrupted (the Python exception is already set).
+// Cancellation: the bindings set `poll_hook` (on Python's main thread: take
+// the GIL, run Python's signal handlers; true when one raised, e.g.
+// KeyboardInterrupt). The calling thread runs it at most every 50 ms (the
+// first time 50 ms into a call) from checkpoint(), between items and wherever
+// a long item calls checkpoint(), and while it waits for the other threads;
+// then every thread stops at its next checkpoint and the call throws
+// Interrupted (the Python exception is already set).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -31,6 +33,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #ifdef _OPENMP
 #include <omp.h>
@@ -63,7 +66,7 @@ struct OutOfMemory : std::bad_alloc {
 };
 
 using PollFn = bool (*)();
-inline PollFn poll_hook = nullptr;  // set once by each extension module at import
+inline std::atomic<PollFn> poll_hook{nullptr};  // set once by each extension module at import
 
 // The state of one parallel_for call, shared by its threads.
 struct Call {
@@ -89,31 +92,72 @@ struct Call {
     catch (const Interrupted&) { throw; }
     catch (const std::bad_alloc&) { throw OutOfMemory(at + "out of memory"); }
     catch (const std::invalid_argument& e) { throw std::invalid_argument(at + e.what()); }
+    catch (const std::exception& e) { throw std::runtime_error(at + e.what()); }
   }
 };
 
 inline thread_local Call* tl_call = nullptr;  // the call this thread works for (nullptr: outside parallel_for)
 inline thread_local bool tl_caller = true;    // this thread made the call (the Python thread)
 inline thread_local int64_t tl_next_poll = 0;
+inline thread_local bool tl_polling = false;  // inside poll_hook (it may run Python code: no second poll)
 
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// Throws Interrupted if the call is to stop; on the calling thread, polls Python's signal handlers
-// (at most every 50 ms). Long items call it every ~10 ms of work; it costs ~20 ns.
+constexpr int64_t POLL_NS = 50000000;
+
+// On the calling thread, once 50 ms have passed since the last time: run the poll hook; true when a
+// Python signal handler raised.
+inline bool poll_due() {
+  if (!tl_caller || tl_polling) return false;
+  const PollFn f = poll_hook.load(std::memory_order_relaxed);
+  if (!f) return false;
+  const int64_t t = now_ns();
+  if (t < tl_next_poll) return false;
+  tl_next_poll = t + POLL_NS;
+  tl_polling = true;
+  const bool raised = f();
+  tl_polling = false;
+  return raised;
+}
+
+// Throws Interrupted if the call is to stop or a signal handler raised (~20 ns: a clock read).
 inline void checkpoint() {
   Call* c = tl_call;
   if (c && c->stop.load(std::memory_order_relaxed)) throw Interrupted();
-  if (!tl_caller || !poll_hook) return;
-  const int64_t t = now_ns();
-  if (t < tl_next_poll) return;
-  tl_next_poll = t + 50000000;
-  if (poll_hook()) {
+  if (poll_due()) {
     if (c) c->stop.store(true, std::memory_order_relaxed);
     throw Interrupted();
   }
+}
+
+// Long kernels report their work here (DP cells, tokens, bit-vector words): every 2^20 units, about
+// a millisecond, it runs checkpoint(), so that frequent calls cost an addition, not a clock read.
+inline thread_local int64_t tl_work = 0;
+inline void tick(int64_t units) {
+  if ((tl_work += units) < ((int64_t)1 << 20)) return;
+  tl_work = 0;
+  checkpoint();
+}
+
+// A thread is done with its items: the caller then waits for the others, polling meanwhile (an
+// OpenMP barrier or a condition variable would leave Ctrl-C waiting for the slowest item).
+inline void finish(Call& call, std::atomic<int>& finished, int team) {
+  finished.fetch_add(1, std::memory_order_acq_rel);
+  if (!tl_caller) return;
+  const int64_t start = now_ns();
+  while (finished.load(std::memory_order_acquire) < team) {
+    if (poll_due()) call.fail(INT64_MAX, std::make_exception_ptr(Interrupted()));
+    if (now_ns() - start < 1000000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+// A call's first poll comes 50 ms in: short calls never take the GIL.
+inline void start_polling() {
+  if (tl_caller) tl_next_poll = std::max(tl_next_poll, now_ns() + POLL_NS);
 }
 
 // Sets a thread's tl_call / tl_caller for the scope of one call, restoring them after.
@@ -155,13 +199,16 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
   if (n <= 0) return;
   const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
   Call call;
+  std::atomic<int> finished{0};
   const bool caller = tl_caller;
+  start_polling();
 #pragma omp parallel num_threads(t)
   {
     Enter enter(&call, caller && omp_get_thread_num() == 0);  // the master thread is the caller
     Worker<Init, Body> w{call, init, body, chunk};
-#pragma omp for schedule(dynamic, chunk)
+#pragma omp for schedule(dynamic, chunk) nowait
     for (int64_t i = 0; i < n; ++i) w(i);
+    finish(call, finished, omp_get_num_threads());  // the team may be smaller than t (nested, limits)
   }
   call.rethrow(noun);
 }
@@ -175,6 +222,8 @@ constexpr const char* BACKEND = "std::thread pool";
 // it needs and works itself. The pool is created on first use and never
 // destroyed (no joins at interpreter exit); a forked child, which inherits the
 // pool's memory but not its threads, starts a new one.
+inline thread_local bool tl_in_run = false;  // this thread is in Pool::run (a nested call runs inline)
+
 class Pool {
  public:
   static Pool& get() {
@@ -189,6 +238,7 @@ class Pool {
   // Concurrent callers take turns (each call already uses the cores it asked for).
   void run(int helpers, const std::function<void()>& task) {
     std::lock_guard<std::mutex> turn(call_);
+    struct InRun { InRun() { tl_in_run = true; } ~InRun() { tl_in_run = false; } } in_run;
     {
       std::unique_lock<std::mutex> lock(mu_);
       while ((int)threads_.size() < helpers) {
@@ -240,18 +290,23 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
                                 const char* noun = "item") {
   if (n <= 0) return;
   const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
+  // a call made while the pool runs one of this thread's (from Python code a poll ran) runs inline
+  const int team = tl_in_run ? 1 : t;
   std::atomic<int64_t> next{0};
+  std::atomic<int> finished{0};
   Call call;
   const std::thread::id me = std::this_thread::get_id();
   const bool caller = tl_caller;
+  start_polling();
   std::function<void()> task = [&] {
     Enter enter(&call, caller && std::this_thread::get_id() == me);
     Worker<Init, Body> w{call, init, body, chunk};
     for (int64_t lo; (lo = next.fetch_add(chunk, std::memory_order_relaxed)) < n && !call.stop.load();)
       for (int64_t i = lo, hi = std::min(n, lo + chunk); i < hi; ++i) w(i);
+    finish(call, finished, team);
   };
-  if (t == 1) task();
-  else Pool::get().run(t - 1, task);
+  if (team == 1) task();
+  else Pool::get().run(team - 1, task);
   call.rethrow(noun);
 }
 

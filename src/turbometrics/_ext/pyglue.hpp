@@ -10,19 +10,33 @@
 
 namespace tmp {
 
-// Run Python's signal handlers on the calling thread; true when one raised (its exception is set).
+static unsigned long main_thread = 0;  // Python's main thread: the only one that runs signal handlers
+
+// Run Python's signal handlers; true when one raised (its exception is set). Only on the main thread
+// (elsewhere they cannot run, and taking the GIL would only slow the other threads), and never while
+// the interpreter finalizes (taking the GIL then ends a daemon thread in the middle of the kernel).
 static bool py_poll() {
+  if (PyThread_get_thread_ident() != main_thread) return false;
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return false;
+#else
+  if (_Py_IsFinalizing()) return false;
+#endif
   const PyGILState_STATE g = PyGILState_Ensure();
   const bool raised = PyErr_CheckSignals() != 0;
   PyGILState_Release(g);
   return raised;
 }
 
-static inline void install_poll() { poll_hook = py_poll; }
+static inline void install_poll(unsigned long main_thread_ident) {
+  main_thread = main_thread_ident;
+  poll_hook.store(py_poll);
+}
 
 // A kernel's C++ exception as a Python one: allocation failure -> MemoryError, a size limit ->
 // ValueError; after an interrupt the signal handler's exception (KeyboardInterrupt) is already set.
 static void raise_py() {
+  if (PyErr_Occurred()) return;  // a signal handler's exception (Ctrl-C) stands, whatever else failed
   try {
     throw;
   } catch (const Interrupted&) {

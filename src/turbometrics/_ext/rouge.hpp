@@ -65,7 +65,7 @@ static void check_cells(double cells, double limit, const char* what, int64_t m,
 }
 
 // LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions): O(n m / 64) time and
-// O(m) memory for any vocabulary. The match mask of a symbol is kept for the frequent ones (at most
+// O(m) memory for any vocabulary, besides a table of the ids (n_ids entries, kept between calls). The match mask of a symbol is kept for the frequent ones (at most
 // 2^24 words in all) and set from the symbol's positions for the others (fewer positions than the
 // mask has words, for texts under 16M tokens).
 struct BitLCS {
@@ -79,7 +79,7 @@ struct BitLCS {
   int64_t lcs_dp(const int32_t* a, int64_t m, const int32_t* b, int64_t n) {
     dp.assign((size_t)n + 1, 0);
     for (int64_t i = 0; i < m; ++i) {
-      if ((i & 255) == 0) tmp::checkpoint();
+      tmp::tick(n);
       int32_t diag = 0;
       for (int64_t j = 1; j <= n; ++j) {
         const int32_t up = dp[j];
@@ -136,7 +136,6 @@ struct BitLCS {
       v[0] = x;
     } else {
       if (T > 1) scratch.assign((size_t)W, 0);
-      int64_t work = 0;
       for (int64_t j = 0; j < n; ++j) {
         const int32_t s = slot[b[j]];
         if (s < 0) continue;  // (V + 0) | V = V
@@ -153,7 +152,7 @@ struct BitLCS {
         }
         if (!kept)
           for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
-        if ((work += W) >= ((int64_t)1 << 22)) { work = 0; tmp::checkpoint(); }
+        tmp::tick(W);
       }
     }
     for (int32_t id : ids) slot[id] = -1;
@@ -216,7 +215,6 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
       w.left.assign((size_t)((m * n + 63) / 64), 0);
       w.prev.assign((size_t)n + 1, 0);
       w.cur.assign((size_t)n + 1, 0);
-      int64_t work = 0;
       for (int64_t i = 1; i <= m; ++i) {
         int32_t* t = w.cur.data();
         const int32_t* up = w.prev.data();
@@ -229,7 +227,7 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
           if (l) w.left[(size_t)(base + j) >> 6] |= 1ULL << ((base + j) & 63);
         }
         w.prev.swap(w.cur);
-        if ((work += n) >= ((int64_t)1 << 24)) { work = 0; tmp::checkpoint(); }
+        tmp::tick(n);
       }
       // rouge-score's backtrack: take a match; else go left if the left cell is strictly larger; else up
       int64_t i = m, j = n;
@@ -311,7 +309,7 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
 }
 
 // LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), ids in [0, n_ids):
-// bit-parallel for small id sets (the per-pair table is n_ids long), DP otherwise.
+// bit-parallel (each thread keeps an id table n_ids long).
 static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32_t* b, const int64_t* b_off,
                              int64_t n, int32_t n_ids, int64_t* out, int nthreads) {
   tmp::parallel_for(n, 64, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t p) {

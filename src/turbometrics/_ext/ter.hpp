@@ -45,8 +45,9 @@ struct Band {
   // sacrebleu's beam: rows around the length-scaled diagonal; the first row and the last span every column
   void fit(int nh_, int nr_) {
     if (nh_ == nh && nr_ == nr) return;
+    nh = nr = -1;  // until the rows are laid out
+    lo.resize((size_t)nh_ + 1); hi.resize((size_t)nh_ + 1); off.resize((size_t)nh_ + 2);
     nh = nh_; nr = nr_;
-    lo.resize((size_t)nh + 1); hi.resize((size_t)nh + 1); off.resize((size_t)nh + 2);
     const double ratio = nh ? (double)nr / (double)nh : 1.0;
     const int64_t beam = BEAM_WIDTH < ratio / 2 ? (int64_t)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
     lo[0] = 0; hi[0] = nr + 1; off[0] = 0; off[1] = nr + 1;
@@ -83,7 +84,6 @@ static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, const
   if (from == 0)
     for (int j = 0; j <= nr; ++j) dist[j] = {j, INS};
   for (int i = from + 1; i <= nh; ++i) {
-    if ((i & 1023) == 0) tmp::checkpoint();
     Cell* row = dist.data() + b.off[i];  // row[j - lo] is column j
     const Cell* up = dist.data() + b.off[i - 1];
     const int lo = b.lo[i], hi = b.hi[i], ulo = b.lo[i - 1], uhi = b.hi[i - 1];
@@ -106,6 +106,7 @@ static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, const
     for (; j < fast_lo; ++j) put(j, above(j - 1), above(j));
     for (; j < fast_hi; ++j) put(j, up[j - 1 - ulo].cost, up[j - ulo].cost);
     for (; j < hi; ++j) put(j, above(j - 1), above(j));
+    tmp::tick(hi - lo);
   }
   return b.get(dist, nh, nr).cost;
 }
@@ -164,12 +165,16 @@ static inline int err_sum(const std::vector<int32_t>& e, int a, int len) {
 // sacrebleu's translation_edit_rate: (number of edits, reference length).
 static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work& w) {
   if (nr == 0) return nh;
-  w.band.fit(nh, nr);
-  if (w.band.cells() > MAX_CELLS)
+  auto too_many = [&](int64_t cells, const char* how) {
     throw std::invalid_argument("TER of a " + std::to_string(nh) + "-token hypothesis against a " +
-                                std::to_string(nr) + "-token reference needs " + std::to_string(w.band.cells()) +
+                                std::to_string(nr) + "-token reference needs " + how + std::to_string(cells) +
                                 " beam DP cells, over the limit of " + std::to_string(MAX_CELLS) +
                                 " (about a minute of shift search); split the segment");
+  };
+  // every row holds a cell at least, the first and the last n_r + 1: a bound before laying out the rows
+  if ((int64_t)nh + nr + 1 > MAX_CELLS) too_many((int64_t)nh + nr + 1, "at least ");
+  w.band.fit(nh, nr);
+  if (w.band.cells() > MAX_CELLS) too_many(w.band.cells(), "");
   const Band& band = w.band;
   w.words.assign(hyp, hyp + nh);
   int64_t shifts = 0;

@@ -494,6 +494,7 @@ static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   out[0] = hyp_len;
   out[1] = ref_len;
   for (int n = 1; n <= N; ++n) {
+    tmp::tick((int64_t)lv.total);  // a long segment is seconds of work
     if (n > 1) lv.next(n - 1);
     const std::vector<int32_t>& gh = lv.at(0);
     out[1 + n] = 0;
@@ -677,6 +678,7 @@ static void count_order(GramCounts<Key>& g, int n, int bits, int R, int order, i
     if (++seen >= n) g.add(k);
   });
   const int64_t nh = std::max<int64_t>(0, seen - n + 1);
+  tmp::tick(seen);  // a text of 2^28 characters is ~1 s an order
   for (int r = 1; r <= R; ++r) {
     if (r > 1) g.clear_refs();
     int64_t match = 0;
@@ -687,6 +689,7 @@ static void count_order(GramCounts<Key>& g, int n, int bits, int R, int order, i
       if (++seen >= n && g.match(k)) ++match;
     });
     const int64_t nr = std::max<int64_t>(0, seen - n + 1);
+    tmp::tick(seen);
     int64_t* st = &w.per_ref[((size_t)(r - 1) * order + col) * 3];
     st[0] = nr > 0 ? nh : 0;
     st[1] = nr;
