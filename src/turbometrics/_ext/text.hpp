@@ -525,9 +525,11 @@ static inline bool is_ascii_punct(uint32_t c) {  // string.punctuation
 
 // chrF's words: split(), then one leading or trailing ASCII punctuation mark
 // split off a word longer than one character (the trailing one first).
-static void chrf_words(U32& s, Tokens& out) {
+// `start`/`len` are scratch (swapped with out's, so no buffer is allocated per text).
+static void chrf_words(U32& s, Tokens& out, std::vector<int32_t>& start, std::vector<int32_t>& len) {
   split_into(s, out);
-  std::vector<int32_t> start, len;
+  start.clear();
+  len.clear();
   for (size_t i = 0; i < out.size(); ++i) {
     int32_t a = out.start[i], L = out.len[i];
     if (L > 1 && is_ascii_punct(out.text[a + L - 1])) {
@@ -659,6 +661,8 @@ struct ChrfWork {
   GramCounts<uint64_t> g64;
   GramCounts<u128> g128;
   std::vector<int64_t> per_ref;
+  std::vector<const StrView*> seq;
+  std::vector<int32_t> start, len;  // chrf_words' scratch
 };
 
 static inline int bit_width(uint64_t x) { int b = 0; while (x) { ++b; x >>= 1; } return b; }
@@ -731,7 +735,8 @@ static void level_orders(int first, int N, int base, int R, int order, ChrfWork&
 static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int nc, int nw, double beta,
                          bool whitespace, bool eps_smoothing, ChrfWork& w, int64_t* out) {
   const int order = nc + nw;
-  std::vector<const StrView*> seq(1, &hyp);
+  std::vector<const StrView*>& seq = w.seq;
+  seq.assign(1, &hyp);
   for (int r = 0; r < nrefs; ++r) if (refs[r].data) seq.push_back(&refs[r]);
   const int nseq = (int)seq.size(), R = nseq - 1;
   w.per_ref.assign((size_t)R * 3 * order, 0);
@@ -769,7 +774,7 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
     w.tids.reset((size_t)(chars / 4), true);  // (a first size: the map grows if need be)
     for (int s = 0; s < nseq; ++s) {
       load(*seq[s], seq[s]->len, w.text[0]);
-      chrf_words(w.text[0], w.words[0]);  // takes the text's buffer
+      chrf_words(w.text[0], w.words[0], w.start, w.len);  // takes the text's buffer
       sequence_ids(w.words[0], w.tids, w.lv.uni[s]);
       w.text[0].swap(w.words[0].text);    // the buffer back, for the next text
     }
