@@ -111,3 +111,16 @@ def test_lm_perplexity_through_the_head_time_and_memory(benchmark, impl):
     res = benchmark.pedantic(_bench.measure_in_subprocess, args=("lm_head_case", LM_HEAD, impl), rounds=1,
                              iterations=1)
     benchmark.extra_info.update(kind="lm", case=_bench.lm_head_case(*LM_HEAD).name, impl=impl, **res)
+
+
+@only_cases
+@pytest.mark.parametrize("metric,args", _bench.LONG_PAIRS, ids=[m for m, _ in _bench.LONG_PAIRS])
+def test_long_pair_time_and_memory(benchmark, metric, args):
+    """One very long pair (10 MB a side for chrF): seconds and peak extra memory in a fresh process."""
+    benchmark.group = "one long pair"
+    if QUICK:
+        args = (args[0] // 10, *args[1:])
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("long_pair_case", (metric, *args), "turbometrics"),
+                             rounds=1, iterations=1)
+    benchmark.extra_info.update(kind="scale", case=_bench.long_pair_case(metric, *args).name, impl="turbometrics",
+                                **res)

@@ -165,20 +165,17 @@ def test_chrf_of_a_10mb_pair_stays_within_10x_its_size(word_order):
     # was 120-145x: tokens, ids and n-gram ids per character; now characters are read in place and
     # n-grams counted as packed keys of the hypothesis's distinct n-grams
     r = _run(f"""
-        import gc, sys, numpy as np, turbometrics as tm
+        import sys, numpy as np, turbometrics as tm
         rng = np.random.default_rng(0)
         letters = list("abcdefghijklmnopqrstuvwxyz")
         words = np.array(["".join(rng.choice(letters, rng.integers(2, 9))) for _ in range(50000)])
         hyp, ref = (" ".join(words[(rng.zipf(1.2, 1_700_000) - 1) % 50000])[:10_000_000] for _ in range(2))
+        from turbometrics._bench import _reset_peak_rss, _rss_mib
         tm.corpus_chrf(["a b"], [["a c"]])
-        gc.collect()
-        def status(key):
-            with open("/proc/self/status") as f:
-                return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key))
-        open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) starts again from here
-        base = status("VmRSS:")
+        _reset_peak_rss()  # the peak starts again from here
+        base = _rss_mib("VmRSS")
         score = tm.corpus_chrf([hyp], [[ref]], word_order={word_order}, num_threads=1).score
-        print(score, (status("VmHWM:") - base) / (sys.getsizeof(hyp) + sys.getsizeof(ref)))
+        print(score, (_rss_mib("VmHWM") - base) * 2**20 / (sys.getsizeof(hyp) + sys.getsizeof(ref)))
     """)
     assert r.returncode == 0, r.stderr[-3000:]
     score, ratio = map(float, r.stdout.split())

@@ -670,6 +670,30 @@ def extra_memory_mib(case_fn: str, args: tuple, impl: str) -> float:
     return measure_in_subprocess(case_fn, args, impl)["extra_mib"]
 
 
+def long_pair_case(metric: str, tokens: int, vocab: int = 50000) -> Case:
+    """One hypothesis/reference pair of ``tokens`` Zipf-distributed words each (the reference a
+    rotation of the hypothesis for TER, so shifts abound): chrF, chrF++, ROUGE-L or TER on it. The
+    oracles need hours on these, so only turbometrics runs (time and peak memory in a fresh process)."""
+    def setup() -> dict:
+        rng = np.random.default_rng(0)
+        letters = list("abcdefghijklmnopqrstuvwxyz")
+        words = np.array(["".join(rng.choice(letters, rng.integers(2, 9))) for _ in range(vocab)])
+        hyp, ref = (" ".join(words[(rng.zipf(1.2, tokens) - 1) % vocab]) for _ in range(2))
+        if metric == "TER":
+            split = hyp.split()
+            ref = " ".join(split[len(split) // 2:] + split[:len(split) // 2])
+        return {"hyp": hyp, "ref": ref}
+    run = {"chrF": lambda d: tm.corpus_chrf([d["hyp"]], [[d["ref"]]], num_threads=1).score,
+           "chrF++": lambda d: tm.corpus_chrf([d["hyp"]], [[d["ref"]]], word_order=2, num_threads=1).score,
+           "ROUGE-L": lambda d: tm.rouge([d["hyp"]], [d["ref"]], rouge_types=["rougeL"], num_threads=1),
+           "TER": lambda d: tm.corpus_ter([d["hyp"]], [[d["ref"]]], num_threads=1).score}[metric]
+    c = Case(f"{metric}, one pair of {tokens:,} words a side ({vocab:,}-word vocabulary)", setup)
+    c.impls["turbometrics"] = Impl(run, "ours")
+    return c
+
+
+LONG_PAIRS = [("chrF", (1_700_000,)), ("chrF++", (1_700_000,)), ("ROUGE-L", (300_000,)), ("TER", (33_000, 50))]
+
 # The 1,000,000-pair run: (case function, args, implementation) measured for time and memory.
 SCALE = [("corpus_bleu_case", (1_000_000,), "turbometrics"), ("corpus_bleu_case", (1_000_000,), "sacrebleu"),
          ("segment_bleu_case", (1_000_000,), "turbometrics"), ("corpus_chrf_case", (1_000_000,), "turbometrics"),

@@ -212,6 +212,13 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     >>> s = tm.rouge(["the cat sat on the mat"], ["the cat was on the mat"], ["rouge1", "rouge2"])
     >>> s["rouge1"].fmeasure, s["rouge2"].precision
     (array([0.83333333]), array([0.6]))
+
+    Past the work limit, a pair is refused at once, naming it (rouge-score would need days):
+
+    >>> tm.rouge(["a b", "the " * 600_000], ["a c", "the " * 600_000], ["rougeL"])
+    Traceback (most recent call last):
+    ...
+    ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of 274877906944 token pairs; split the texts
     """
     return ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(predictions, references,
                                                                                num_threads=num_threads).compute()
