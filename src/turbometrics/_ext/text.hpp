@@ -665,7 +665,7 @@ struct ChrfWork {
   std::vector<int32_t> start, len;  // chrf_words' scratch
 };
 
-static inline int bit_width(uint64_t x) { int b = 0; while (x) { ++b; x >>= 1; } return b; }
+static inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
 
 // Per-order [hyp, ref, match] triples of order n for each reference, into w.per_ref at column `col`:
 // each(s, f) calls f(symbol) for every symbol of sequence s (0: the hypothesis, 1..R: the references).
@@ -741,10 +741,6 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   const int nseq = (int)seq.size(), R = nseq - 1;
   w.per_ref.assign((size_t)R * 3 * order, 0);
   if (nc > 0) {
-    uint32_t top = 0;  // the largest code point: the bits a character needs
-    for (const StrView* v : seq)
-      for (int64_t i = 0; i < v->len; ++i) top = std::max(top, at(*v, i));
-    const int bits = std::max(1, bit_width(top));
     auto chars = [&](int s, auto&& f) {
       const StrView& v = *seq[s];
       switch (v.kind) {  // one switch on the storage kind, not one per character
@@ -756,6 +752,9 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
                    for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } }
       }
     };
+    uint32_t top = 0;  // the largest code point counted: the bits a character needs
+    for (int s = 0; s < nseq; ++s) chars(s, [&](uint32_t c) { top = std::max(top, c); });
+    const int bits = std::max(1, bit_width(top));
     const int n = packed_orders(nc, 0, bits, R, order, hyp.len, chars, w);
     if (n <= nc) {  // long character n-grams: the levels, on the characters as tokens
       if ((int)w.chars.size() < nseq) { w.text.resize(nseq); w.chars.resize(nseq); }
