@@ -9,6 +9,7 @@ from .classification import mean_reciprocal_rank, target_rank, topk, topk_accura
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
 from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
 from .lm_perplexity import lm_perplexity
+from .patch import is_patched, patch, unpatch
 from .lm_head import perplexity_from_hidden, token_nll_from_hidden
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
@@ -27,5 +28,5 @@ __all__ = [
     "corpus_ter", "sentence_ter", "segment_ter", "TERScore",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
-    "show_config",
+    "show_config", "patch", "unpatch", "is_patched",
 ]

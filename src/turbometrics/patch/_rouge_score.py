@@ -1,0 +1,118 @@
+"""rouge-score 0.1.2: ``RougeScorer.score`` (and so ``score_multi``, which calls it) and
+``BootstrapAggregator``'s resampling on turbometrics' kernels."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from . import Fallback, _set_attr, dispatch
+
+_ALNUM = re.compile(r"[a-z0-9]")
+
+
+def supported(version: str) -> bool:
+    return version == "0.1.2"
+
+
+def _options(self: Any) -> tuple[list, bool, Any]:
+    """(rouge types, use_stemmer, tokenizer for tm.metrics.ROUGE) of a RougeScorer."""
+    from nltk.stem import porter
+    from rouge_score import tokenizers
+
+    types = self.rouge_types
+    if not isinstance(types, (list, tuple)) or not all(type(t) is str for t in types) or not types:
+        raise Fallback(f"rouge_types={types!r}")
+    tok = self._tokenizer
+    if type(tok) is tokenizers.DefaultTokenizer:
+        stemmer = tok._stemmer
+        if stemmer is None:
+            return list(dict.fromkeys(types)), False, None
+        if type(stemmer) is porter.PorterStemmer and stemmer.mode == porter.PorterStemmer.NLTK_EXTENSIONS:
+            return list(dict.fromkeys(types)), True, None
+        raise Fallback(f"tokenizer: a DefaultTokenizer with stemmer {stemmer!r}")
+    if not callable(getattr(tok, "tokenize", None)):
+        raise Fallback(f"tokenizer: {type(tok).__name__} has no tokenize()")
+    return list(dict.fromkeys(types)), False, tok
+
+
+def _no_tokens(tokenizer: Any, text: str, lsum: bool, split: bool) -> bool:
+    """Whether rouge-score sees no token in ``text`` (then its ROUGE-L/Lsum are the ints 0, 0, 0)."""
+    if tokenizer is None:  # the default tokenizer keeps runs of [a-z0-9] after lower()
+        return _ALNUM.search(text.lower()) is None
+    if not lsum:
+        return not tokenizer.tokenize(text)
+    import nltk
+
+    sents = nltk.sent_tokenize(text) if split else text.split("\n")
+    return not sum(len(tokenizer.tokenize(s)) for s in sents if len(s))
+
+
+def _fast_score(self: Any, target: Any, prediction: Any) -> dict:
+    import turbometrics as tm
+    from rouge_score import scoring
+
+    if type(target) is not str or type(prediction) is not str:
+        raise Fallback(f"target, prediction: {type(target).__name__}, {type(prediction).__name__} (not str)")
+    types, stem, tokenizer = _options(self)
+    split = bool(self._split_summaries)
+    try:
+        out = tm.metrics.ROUGE(types, stem, split, tokenizer).update([prediction], [target], num_threads=1).compute()
+    except (TypeError, ValueError, ImportError) as e:  # an unknown type, a missing sentence splitter, ...
+        raise Fallback(str(e)) from None
+    result = {}
+    for t in types:
+        p, r, f = (float(a[0]) for a in out[t])
+        if t in ("rougeL", "rougeLsum") and p == r == f == 0.0 and \
+                any(_no_tokens(tokenizer, x, t == "rougeLsum", split) for x in (target, prediction)):
+            result[t] = scoring.Score(precision=0, recall=0, fmeasure=0)  # rouge-score's ints
+        else:
+            result[t] = scoring.Score(precision=p, recall=r, fmeasure=f)
+    return result
+
+
+def _apply_scorer(module: Any, undo: list) -> None:
+    cls = module.RougeScorer
+    original = cls.score
+
+    def score(self, target, prediction):
+        return dispatch("rouge_score.RougeScorer.score", _fast_score, original, self, target, prediction)
+
+    score.__doc__ = original.__doc__
+    _set_attr(undo, cls, "score", score)
+
+
+def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
+    from .._kernels.legacy_rng import bootstrap_means_legacy
+
+    rs = np.random.mtrand._rand
+    if getattr(np.random.choice, "__self__", None) is not rs:
+        raise Fallback("numpy.random.choice is not the global RandomState's")
+    if type(matrix) is not np.ndarray or matrix.ndim != 2 or matrix.shape[0] == 0:
+        raise Fallback("matrix: not a non-empty 2-D ndarray")
+    if matrix.dtype.kind in "iub":  # np.mean sums integers in float64: the same as converting first
+        matrix = matrix.astype(np.float64)
+    elif matrix.dtype != np.float64:
+        raise Fallback(f"matrix: dtype {matrix.dtype}")
+    n_samples = self._n_samples
+    if type(n_samples) is not int or n_samples <= 0:
+        raise Fallback(f"n_samples={n_samples!r}")
+    sample_mean = bootstrap_means_legacy(rs, np.ascontiguousarray(matrix), n_samples)
+    percentile_delta = (1 - self._confidence_interval) / 2  # rouge-score's own arithmetic from here
+    q = 100 * np.array([percentile_delta, 0.5, 1 - percentile_delta])
+    return np.percentile(sample_mean, q, axis=0)
+
+
+def _apply_scoring(module: Any, undo: list) -> None:
+    cls = module.BootstrapAggregator
+    original = cls._bootstrap_resample
+
+    def _bootstrap_resample(self, matrix):
+        return dispatch("rouge_score.BootstrapAggregator", _fast_resample, original, self, matrix)
+
+    _bootstrap_resample.__doc__ = original.__doc__
+    _set_attr(undo, cls, "_bootstrap_resample", _bootstrap_resample)
+
+
+TARGETS = {"rouge_score.rouge_scorer": _apply_scorer, "rouge_score.scoring": _apply_scoring}

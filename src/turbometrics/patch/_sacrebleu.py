@@ -1,0 +1,240 @@
+"""sacrebleu 2.x: BLEU, chrF and TER statistics from turbometrics' kernels.
+
+sacrebleu computes every score from per-segment statistics (``Metric._extract_corpus_statistics``):
+corpus and sentence scores, bootstrap intervals, paired tests and the command line all go through it.
+We replace that method (and reference caching) on the three classes and hand back the same lists
+of ints (TER: [edits, average reference length]), so sacrebleu's own code makes the score objects.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from . import Fallback, dispatch
+
+# sacrebleu's tokenizer classes our kernels reproduce, by (module, class) -> our name
+_BUILTIN_TOKENIZERS = {
+    ("sacrebleu.tokenizers.tokenizer_13a", "Tokenizer13a"): "13a",
+    ("sacrebleu.tokenizers.tokenizer_intl", "TokenizerV14International"): "intl",
+    ("sacrebleu.tokenizers.tokenizer_zh", "TokenizerZh"): "zh",
+    ("sacrebleu.tokenizers.tokenizer_char", "TokenizerChar"): "char",
+    ("sacrebleu.tokenizers.tokenizer_none", "NoneTokenizer"): "none",
+}
+
+
+def supported(version: str) -> bool:
+    return version.split(".")[0] == "2"
+
+
+class _RefCache(list):
+    """A reference cache made under the patch: the streams as given (and, for BLEU, tokenized once).
+
+    sacrebleu's own form (n-gram Counters per segment) is built only when sacrebleu's unpatched code
+    reads it (after ``unpatch()``, or in a fallback); pickled, it becomes that plain list.
+    """
+
+    def __init__(self, build: Callable[[], list], streams: list, n: int, prepared: Any = None):
+        super().__init__()
+        self._build, self.streams, self.n, self.prepared, self._built = build, streams, n, prepared, False
+
+    def _materialize(self) -> None:
+        if not self._built:
+            list.extend(self, self._build())
+            self._built = True
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        self._materialize()
+        return list.__iter__(self)
+
+    def __getitem__(self, i):
+        self._materialize()
+        return list.__getitem__(self, i)
+
+    def __reduce__(self):
+        self._materialize()
+        return list, (list(list.__iter__(self)),)
+
+
+def _streams(references: Any) -> tuple[list, int, Any]:
+    """The reference streams cut to sacrebleu's ``zip(*references)`` length, and ``num_refs`` as
+    ``Metric._cache_references`` sets it (-1: varies by segment)."""
+    try:
+        streams = [list(s) for s in references]
+    except TypeError as e:
+        raise Fallback(f"references: not a sequence of sequences ({e})") from None
+    n = min((len(s) for s in streams), default=0)
+    if n == 0:
+        raise Fallback("references: no segments")
+    streams = [s[:n] for s in streams]
+    if not any(None in s for s in streams):
+        return streams, n, len(streams)
+    counts = {sum(s[i] is not None for s in streams) for i in range(n)}
+    return streams, n, counts.pop() if len(counts) == 1 else -1
+
+
+def _check_methods(self: Any, base: type, names: tuple) -> None:
+    for name in names:
+        if getattr(type(self), name) is not getattr(base, name):
+            raise Fallback(f"{type(self).__name__}.{name} is overridden")
+
+
+def _tokenizer_name(self: Any) -> str | None:
+    """Our name of the metric's tokenizer, or None: then sacrebleu's own tokenizer runs in Python and
+    our kernel counts its tokens ("none")."""
+    tok = type(getattr(self, "tokenizer", None))
+    return _BUILTIN_TOKENIZERS.get((tok.__module__, tok.__qualname__))
+
+
+# --- per metric: our statistics for (hypotheses, streams) -----------------------------------------------
+
+def _bleu_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
+    import turbometrics as tm
+    from sacrebleu.metrics.bleu import BLEU
+
+    _check_methods(self, BLEU, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics",
+                                "_get_closest_ref_len"))
+    order = self.max_ngram_order
+    if type(order) is not int or not 1 <= order <= 1024:
+        raise Fallback(f"max_ngram_order={order!r}")
+    name = _tokenizer_name(self)
+    if name is None:  # sacrebleu's own tokenizer, in Python; the kernel counts its tokens
+        hyps = [self._preprocess_segment(h) for h in hyps]
+    if cache is not None:
+        p = cache.prepared
+        refs = p if len(hyps) == cache.n else tm.text.bleu.PreparedReferences(
+            [s[:len(hyps)] for s in p.streams], p.tokenize, p.lowercase)
+    else:
+        refs = streams if name is not None else _pretokenized(self, streams)
+    return _rows(tm.metrics.BLEU(name or "none", bool(self.lowercase) if name else False, max_ngram_order=order),
+                 hyps, refs)
+
+
+def _pretokenized(self: Any, streams: list) -> list:
+    pre = self._preprocess_segment
+    return [[None if x is None else pre(x) for x in s] for s in streams]
+
+
+def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
+    import turbometrics as tm
+    from sacrebleu.metrics.chrf import CHRF
+
+    _check_methods(self, CHRF, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics",
+                                "_get_match_statistics", "_remove_punctuation", "_compute_f_score"))
+    opts = (self.char_order, self.word_order, self.beta)
+    if not all(type(v) is int for v in opts[:2]) or isinstance(self.beta, bool) \
+            or not isinstance(self.beta, (int, float)) or not self.beta > 0 or self.order != sum(opts[:2]):
+        raise Fallback(f"char_order, word_order, beta = {opts!r}")
+    metric = tm.metrics.CHRF(self.char_order, self.word_order, self.beta, bool(self.lowercase),
+                             bool(self.whitespace), bool(self.eps_smoothing))
+    return _rows(metric, hyps, streams)
+
+
+def _ter_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
+    import turbometrics as tm
+    from sacrebleu.metrics.ter import TER
+    from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
+
+    _check_methods(self, TER, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics"))
+    tok = self.tokenizer
+    opts = (self.normalized, self.no_punct, self.asian_support, self.case_sensitive)
+    if type(tok) is not TercomTokenizer or opts != (tok._normalized, tok._no_punct, tok._asian_support,
+                                                    tok._case_sensitive):
+        raise Fallback("tokenizer: not the TercomTokenizer of the metric's options")
+    rows = _rows(tm.metrics.TER(*map(bool, opts)), hyps, streams)
+    return [[int(edits), length] for edits, length in rows]  # sacrebleu's edits are ints
+
+
+def _rows(metric: Any, hyps: list, refs: Any) -> list:
+    try:
+        return metric.update(hyps, refs).segment_statistics().tolist()
+    except (TypeError, ValueError) as e:  # e.g. a segment without references, a non-string: sacrebleu decides
+        raise Fallback(str(e)) from None
+
+
+_ROWS = {"BLEU": _bleu_rows, "CHRF": _chrf_rows, "TER": _ter_rows}
+
+
+def _install(cls: type, undo: list) -> None:
+    from . import _set_attr
+
+    rows_of = _ROWS[cls.__name__]
+    orig_extract, orig_cache = cls._extract_corpus_statistics, cls._cache_references
+    label = f"sacrebleu.{cls.__name__}"
+    logger = logging.getLogger("sacrebleu")
+
+    def fast_extract(self, hypotheses, references):
+        if references:  # sacrebleu's own test (and truthiness rules)
+            streams, n, num_refs = _streams(references)
+            cache = None
+            self.num_refs = num_refs  # as _cache_references would set it
+        elif isinstance(self._ref_cache, _RefCache):
+            cache = self._ref_cache
+            streams, n = cache.streams, cache.n
+        elif self._ref_cache:
+            raise Fallback("references cached before turbometrics.patch()")
+        else:
+            raise RuntimeError("No references provided and the cache is empty.")
+        try:
+            hyps = list(hypotheses[:n]) if len(hypotheses) > n else list(hypotheses)
+        except TypeError as e:
+            raise Fallback(f"hypotheses: {e}") from None
+        n = len(hyps)
+        if n == 0:
+            raise Fallback("hypotheses: no segments")
+        streams = [s[:n] for s in streams] if n < len(streams[0]) else streams
+        if not self._force and cls.__name__ == "BLEU":
+            if sum(1 for h in hyps if isinstance(h, str) and h.endswith(" .")) >= 100:
+                logger.warning("That's 100 lines that end in a tokenized period ('.')")
+                logger.warning("It looks like you forgot to detokenize your test data, which may hurt your score.")
+                logger.warning("If you insist your data is detokenized, or don't care, you can suppress this "
+                               "message with the `force` parameter.")
+        return rows_of(self, hyps, streams, cache)
+
+    def fast_cache(self, references):
+        streams, n, num_refs = _streams(references)
+        prepared = None
+        if cls.__name__ == "BLEU":
+            import turbometrics as tm
+
+            _check_methods(self, cls, ("_preprocess_segment",))
+            name = _tokenizer_name(self)
+            if name is not None:
+                try:
+                    prepared = tm.prepare_references(streams, name, bool(self.lowercase))
+                except (TypeError, ValueError) as e:
+                    raise Fallback(str(e)) from None
+            else:  # sacrebleu's tokenizer, run once now; the kernel counts its tokens
+                streams = _pretokenized(self, streams)
+                prepared = tm.prepare_references(streams, "none", False)
+        self.num_refs = num_refs
+        return _RefCache(lambda: orig_cache(self, references), streams, n, prepared)
+
+    def _extract_corpus_statistics(self, hypotheses, references):
+        return dispatch(f"{label} statistics", fast_extract, orig_extract, self, hypotheses, references)
+
+    def _cache_references(self, references):
+        return dispatch(f"{label} reference cache", fast_cache, orig_cache, self, references)
+
+    _extract_corpus_statistics.__doc__ = orig_extract.__doc__
+    _cache_references.__doc__ = orig_cache.__doc__
+    _set_attr(undo, cls, "_extract_corpus_statistics", _extract_corpus_statistics)
+    _set_attr(undo, cls, "_cache_references", _cache_references)
+
+
+def _apply_bleu(module: Any, undo: list) -> None:
+    _install(module.BLEU, undo)
+
+
+def _apply_chrf(module: Any, undo: list) -> None:
+    _install(module.CHRF, undo)
+
+
+def _apply_ter(module: Any, undo: list) -> None:
+    _install(module.TER, undo)
+
+
+TARGETS = {"sacrebleu.metrics.bleu": _apply_bleu, "sacrebleu.metrics.chrf": _apply_chrf,
+           "sacrebleu.metrics.ter": _apply_ter}

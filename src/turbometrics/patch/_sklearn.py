@@ -1,0 +1,85 @@
+"""scikit-learn >= 1.3: ``sklearn.metrics.top_k_accuracy_score`` ranks on turbometrics' kernel.
+
+The function's code object is swapped (see ``_swap_code``), so every reference to it is covered;
+scikit-learn's ``validate_params`` wrapper still checks the parameters first. The fast path takes the
+multiclass case (binary targets are already a cheap threshold); input checks, label encoding and the
+final average are scikit-learn's own helpers, called as its function calls them.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import Fallback, _swap_code, dispatch, original_copy
+
+_PARAMS = ["y_true", "y_score", "k", "normalize", "sample_weight", "labels"]
+_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                 np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def supported(version: str) -> bool:
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (1, 3)
+
+
+def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_weight: Any, labels: Any) -> float:
+    import turbometrics as tm
+
+    if not isinstance(k, numbers.Integral) or isinstance(k, bool):
+        raise Fallback(f"k={k!r}")
+    y_true = g["column_or_1d"](g["check_array"](y_true, ensure_2d=False, dtype=None))
+    y_type = g["type_of_target"](y_true, input_name="y_true")
+    if y_type == "binary" and labels is not None and len(labels) > 2:
+        y_type = "multiclass"
+    if y_type != "multiclass":
+        raise Fallback(f"y_true: {y_type} targets")
+    y_score = g["check_array"](y_score, ensure_2d=False)
+    if y_score.ndim != 2 or y_score.dtype not in _DTYPES:
+        raise Fallback(f"y_score: shape {y_score.shape}, dtype {y_score.dtype}")
+    g["check_consistent_length"](y_true, y_score, sample_weight)
+    if labels is None:
+        classes = g["_unique"](y_true)
+    else:
+        labels = g["column_or_1d"](labels)
+        classes = g["_unique"](labels)
+        if len(classes) != len(labels) or not np.array_equal(classes, labels) or len(np.setdiff1d(y_true, classes)):
+            raise Fallback("labels: not unique, not ordered, or missing a label of y_true")
+    n_classes = len(classes)
+    if n_classes != y_score.shape[1]:
+        raise Fallback(f"y_score: {y_score.shape[1]} columns for {n_classes} classes")
+    if k >= n_classes:
+        warnings.warn(f"'k' ({k}) greater than or equal to 'n_classes' ({n_classes}) will result in a perfect "
+                      "score and is therefore meaningless.", g["UndefinedMetricWarning"], stacklevel=5)
+    y_true_encoded = g["_encode"](y_true, uniques=classes)
+    hits = tm.target_rank(y_score, y_true_encoded, ties="sklearn") < k
+    if normalize:  # scikit-learn's own reduction of the hits
+        return float(np.average(hits, weights=sample_weight))
+    elif sample_weight is None:
+        return float(np.sum(hits))
+    return float(np.dot(hits, sample_weight))
+
+
+def _apply(module: Any, undo: list) -> None:
+    inner = inspect.unwrap(module.top_k_accuracy_score)
+    names = list(inspect.signature(original_copy(inner), follow_wrapped=False).parameters)
+    if names != _PARAMS:
+        warnings.warn(f"turbometrics.patch: sklearn's top_k_accuracy_score takes {names}, not {_PARAMS}; "
+                      "left unpatched", RuntimeWarning, stacklevel=4)
+        return
+    original, g = original_copy(inner), inner.__globals__
+
+    def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None, labels=None):
+        return dispatch("sklearn.metrics.top_k_accuracy_score", lambda *a, **kw: _fast(g, *a, **kw), original,
+                        y_true, y_score, k=k, normalize=normalize, sample_weight=sample_weight, labels=labels)
+
+    _swap_code(undo, inner, top_k_accuracy_score)
+
+
+TARGETS = {"sklearn.metrics._ranking": _apply}
