@@ -19,9 +19,10 @@ if os.environ.get("TURBOMETRICS_FUZZ") != "1":
 GPU_REPORT: list[str] = []
 SIMD_REPORT: list[str] = []
 BUILD_REPORT: list[str] = []
+PATCH_REPORT: list[str] = []  # the upstream suites run against tm.patch() (tests/test_patch_upstream.py)
 
 
-_REPORTS = {"gpu": GPU_REPORT, "simd": SIMD_REPORT, "build": BUILD_REPORT}
+_REPORTS = {"gpu": GPU_REPORT, "simd": SIMD_REPORT, "build": BUILD_REPORT, "patch": PATCH_REPORT}
 
 
 def pytest_sessionfinish(session):
@@ -39,7 +40,8 @@ def pytest_testnodedown(node, error):
 
 def pytest_terminal_summary(terminalreporter):
     for title, lines in (("GPU kernels (no GPU needed)", GPU_REPORT), ("SIMD paths", SIMD_REPORT),
-                         ("other compilers, targets and builds", BUILD_REPORT)):
+                         ("other compilers, targets and builds", BUILD_REPORT),
+                         ("upstream test suites against turbometrics.patch (strict)", PATCH_REPORT)):
         if lines:
             terminalreporter.section(title)
             for line in dict.fromkeys(lines):  # in order, once (several workers may note the same fact)

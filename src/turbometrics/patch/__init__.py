@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import collections
 import functools
 import importlib.metadata
 import importlib.util
@@ -54,7 +55,7 @@ import types
 import warnings
 from typing import Any, Callable, Iterable
 
-__all__ = ["patch", "unpatch", "is_patched", "PatchFallbackError", "LIBRARIES"]
+__all__ = ["patch", "unpatch", "is_patched", "calls", "PatchFallbackError", "LIBRARIES"]
 
 log = logging.getLogger("turbometrics.patch")
 
@@ -168,7 +169,17 @@ def strict() -> bool:
     return os.environ.get("TURBOMETRICS_PATCH_STRICT", "").strip().lower() not in ("", "0", "false", "no")
 
 
+_calls: collections.Counter = collections.Counter()  # (entry point, "accelerated" | "fallback") -> calls
+
+
+def calls() -> dict[tuple[str, str], int]:
+    """How many patched calls ran accelerated or fell back, by entry point, since the process started:
+    ``{("sacrebleu.BLEU statistics", "accelerated"): 12, ...}``."""
+    return dict(_calls)
+
+
 def accelerated(name: str) -> None:
+    _calls[name, "accelerated"] += 1
     if log.isEnabledFor(logging.INFO):
         log.info("%s: accelerated", name)
 
@@ -176,6 +187,7 @@ def accelerated(name: str) -> None:
 def fallback(name: str, reason: str, original: Callable, *args: Any, **kwargs: Any) -> Any:
     """Run the original for ``name``, logging ``reason``; in strict mode raise instead, unless the original
     raises for this input itself (then that error is the answer)."""
+    _calls[name, "fallback"] += 1
     if log.isEnabledFor(logging.INFO):
         log.info("%s: fallback: %s", name, reason)
     if not strict():

@@ -2,8 +2,9 @@
 
 The function's code object is swapped (see ``_swap_code``), so every reference to it is covered;
 scikit-learn's ``validate_params`` wrapper still checks the parameters first. The fast path takes the
-multiclass case (binary targets are already a cheap threshold); input checks, label encoding and the
-final average are scikit-learn's own helpers, called as its function calls them.
+multiclass ranking; binary targets are a threshold, computed as scikit-learn computes it. Input
+checks, label encoding and the final average are scikit-learn's own helpers, called as its function
+calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied).
 """
 from __future__ import annotations
 
@@ -38,10 +39,14 @@ def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_wei
     y_type = g["type_of_target"](y_true, input_name="y_true")
     if y_type == "binary" and labels is not None and len(labels) > 2:
         y_type = "multiclass"
-    if y_type != "multiclass":
+    if y_type not in ("binary", "multiclass"):
         raise Fallback(f"y_true: {y_type} targets")
     y_score = g["check_array"](y_score, ensure_2d=False)
-    if y_score.ndim != 2 or y_score.dtype not in _DTYPES:
+    if y_type == "binary":  # a threshold, computed as scikit-learn computes it (no ranking to speed up)
+        if y_score.ndim == 2 and y_score.shape[1] != 1:
+            raise Fallback(f"y_score: {y_score.shape[1]} columns for binary y_true")
+        y_score = g["column_or_1d"](y_score)
+    elif y_score.ndim != 2 or y_score.dtype not in _DTYPES:
         raise Fallback(f"y_score: shape {y_score.shape}, dtype {y_score.dtype}")
     g["check_consistent_length"](y_true, y_score, sample_weight)
     if labels is None:
@@ -52,13 +57,20 @@ def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_wei
         if len(classes) != len(labels) or not np.array_equal(classes, labels) or len(np.setdiff1d(y_true, classes)):
             raise Fallback("labels: not unique, not ordered, or missing a label of y_true")
     n_classes = len(classes)
-    if n_classes != y_score.shape[1]:
-        raise Fallback(f"y_score: {y_score.shape[1]} columns for {n_classes} classes")
+    if n_classes != (y_score.shape[1] if y_score.ndim == 2 else 2):
+        raise Fallback(f"y_score: {y_score.shape} for {n_classes} classes")
     if k >= n_classes:
         warnings.warn(f"'k' ({k}) greater than or equal to 'n_classes' ({n_classes}) will result in a perfect "
                       "score and is therefore meaningless.", g["UndefinedMetricWarning"], stacklevel=5)
     y_true_encoded = g["_encode"](y_true, uniques=classes)
-    hits = tm.target_rank(y_score, y_true_encoded, ties="sklearn") < k
+    if y_type == "binary":
+        if k == 1:
+            threshold = 0.5 if y_score.min() >= 0 and y_score.max() <= 1 else 0
+            hits = (y_score > threshold).astype(np.int64) == y_true_encoded
+        else:
+            hits = np.ones_like(y_score, dtype=np.bool_)
+    else:
+        hits = tm.target_rank(y_score, y_true_encoded, ties="sklearn") < k
     if normalize:  # scikit-learn's own reduction of the hits
         return float(np.average(hits, weights=sample_weight))
     elif sample_weight is None:
