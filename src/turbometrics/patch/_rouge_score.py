@@ -84,13 +84,14 @@ def _apply_scorer(module: Any, undo: list) -> None:
 
 
 def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
-    from .._kernels.legacy_rng import bootstrap_means_legacy
+    from .._kernels.legacy_rng import resample_means
 
     rs = np.random.mtrand._rand
     if getattr(np.random.choice, "__self__", None) is not rs:
         raise Fallback("numpy.random.choice is not the global RandomState's")
-    if type(matrix) is not np.ndarray or matrix.ndim != 2 or matrix.shape[0] == 0:
-        raise Fallback("matrix: not a non-empty 2-D ndarray")
+    if type(matrix) is not np.ndarray or matrix.ndim != 2 or not 2 <= matrix.shape[0] < 2 ** 32 \
+            or matrix.shape[1] != 3:  # np.mean adds (n, 3) rows in order; other shapes it may sum pairwise
+        raise Fallback(f"matrix: shape {getattr(matrix, 'shape', None)}, not (n >= 2, 3)")
     if matrix.dtype.kind in "iub":  # np.mean sums integers in float64: the same as converting first
         matrix = matrix.astype(np.float64)
     elif matrix.dtype != np.float64:
@@ -98,21 +99,44 @@ def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
     n_samples = self._n_samples
     if type(n_samples) is not int or n_samples <= 0:
         raise Fallback(f"n_samples={n_samples!r}")
-    sample_mean = bootstrap_means_legacy(rs, np.ascontiguousarray(matrix), n_samples)
+    sample_mean = resample_means(rs, matrix, n_samples)  # the same draws from, and state of, the global RNG
     percentile_delta = (1 - self._confidence_interval) / 2  # rouge-score's own arithmetic from here
     q = 100 * np.array([percentile_delta, 0.5, 1 - percentile_delta])
     return np.percentile(sample_mean, q, axis=0)
 
 
+def _fast_aggregate(self: Any, module: Any) -> dict:
+    """``aggregate`` with each type's (n, 3) matrix made in one ``np.array`` call (rouge-score stacks one
+    row at a time); the same matrix, then the (patched) ``_bootstrap_resample`` and the same objects."""
+    result = {}
+    for score_type, scores in self._scores.items():
+        if not scores or any(type(s) is not type(scores[0]) or len(s) != 3 for s in scores):
+            raise Fallback(f"{score_type}: scores of differing types")
+        matrix = np.array(scores)
+        if matrix.ndim != 2 or matrix.dtype.kind not in "fiub":
+            raise Fallback(f"{score_type}: scores that are not numbers")
+        percentiles = self._bootstrap_resample(matrix)
+        intervals = tuple(scores[0].__class__(*percentiles[j, :]) for j in range(3))
+        result[score_type] = module.AggregateScore(low=intervals[0], mid=intervals[1], high=intervals[2])
+    return result
+
+
 def _apply_scoring(module: Any, undo: list) -> None:
     cls = module.BootstrapAggregator
-    original = cls._bootstrap_resample
+    original_resample, original_aggregate = cls._bootstrap_resample, cls.aggregate
 
     def _bootstrap_resample(self, matrix):
-        return dispatch("rouge_score.BootstrapAggregator", _fast_resample, original, self, matrix)
+        return dispatch("rouge_score.BootstrapAggregator resampling", _fast_resample, original_resample, self,
+                        matrix)
 
-    _bootstrap_resample.__doc__ = original.__doc__
+    def aggregate(self):
+        # a fallback here runs the original aggregate, whose resampling is still the patched one
+        return dispatch("rouge_score.BootstrapAggregator.aggregate", lambda s: _fast_aggregate(s, module),
+                        original_aggregate, self)
+
+    _bootstrap_resample.__doc__, aggregate.__doc__ = original_resample.__doc__, original_aggregate.__doc__
     _set_attr(undo, cls, "_bootstrap_resample", _bootstrap_resample)
+    _set_attr(undo, cls, "aggregate", aggregate)
 
 
 TARGETS = {"rouge_score.rouge_scorer": _apply_scorer, "rouge_score.scoring": _apply_scoring}

@@ -1,0 +1,143 @@
+"""Benchmark cases of ``tm.patch()``: the users' own code, unpatched against patched, in one run.
+
+Each case runs a workload written against the original library (as lm-evaluation-harness, Hugging
+Face ``evaluate`` or a Lightning module would call it); the "patched" implementation runs the very same
+function with ``tm.patch()`` on. Cases on the shared test data need ``data_dir``.
+"""
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Callable
+
+import numpy as np
+
+from ._bench import Case, Impl, _lm_data, have, wmt17_tiled
+
+
+def _patched(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    def run(d: dict) -> Any:
+        from . import patch, unpatch
+
+        patch()
+        try:
+            return fn(d)
+        finally:
+            unpatch()
+    return run
+
+
+def _case(name: str, setup: Callable[[], dict], fn: Callable[[dict], Any], library: str) -> Case:
+    c = Case(name, setup, groups=("patch",))
+    c.impls[f"{library} (unpatched)"] = Impl(fn, "oracle")
+    c.impls["patched"] = Impl(_patched(fn), "ours")
+    return c
+
+
+def lm_eval_bleu_stderr(d: dict) -> tuple[float, float]:
+    """lm-evaluation-harness's BLEU aggregation and its bootstrap standard error (lm_eval/api/metrics.py:
+    ``bleu`` on the items, then ``bootstrap_stderr`` with 100 iterations: one chunk, ``random.Random(0)``,
+    ``choices`` of the items, the whole corpus metric on each)."""
+    import statistics
+
+    import sacrebleu
+
+    def bleu(items):
+        refs, preds = list(zip(*items))
+        return sacrebleu.corpus_bleu(list(preds), [list(refs)]).score
+
+    items = d["items"]
+    rnd = random.Random()
+    rnd.seed(0)
+    scores = [bleu(rnd.choices(items, k=len(items))) for _ in range(d["iters"])]
+    return bleu(items), statistics.stdev(scores)
+
+
+def lm_eval_bleu_case(data_dir: str, iters: int = 100) -> Case:
+    def setup():
+        d = wmt17_tiled(data_dir, 3004)
+        return {"items": list(zip(d["refs"], d["hyps"])), "iters": iters}
+    return _case(f"lm-eval BLEU + bootstrap stderr (WMT17 3,004 segments, {iters} resamples)", setup,
+                 lm_eval_bleu_stderr, "sacrebleu")
+
+
+def _summaries(data_dir: str, n: int) -> dict:
+    def lines(name):
+        with open(os.path.join(data_dir, "summaries-en", name), encoding="utf-8") as f:
+            return f.read().splitlines()
+    preds, refs = lines("predictions.txt"), lines("references.txt")
+    reps = -(-n // len(refs))
+    return {"preds": (preds * reps)[:n], "refs": (refs * reps)[:n]}
+
+
+def rouge_scorer_loop(d: dict) -> list:
+    """Hugging Face evaluate's rouge: ``RougeScorer.score`` in a Python loop over the pairs."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    return [scorer.score(r, p) for p, r in zip(d["preds"], d["refs"])]
+
+
+def rouge_scorer_case(data_dir: str, n: int = 2000) -> Case:
+    return _case(f"RougeScorer.score loop, rouge1/2/L + stemmer, {n:,} summary pairs",
+                 lambda: _summaries(data_dir, n), rouge_scorer_loop, "rouge-score")
+
+
+def bootstrap_aggregate(d: dict) -> dict:
+    """evaluate's aggregation: ``BootstrapAggregator`` (1,000 resamples from NumPy's global RNG)."""
+    from rouge_score import scoring
+
+    agg = scoring.BootstrapAggregator()
+    for s in d["scores"]:
+        agg.add_scores(s)
+    np.random.seed(0)
+    return agg.aggregate()
+
+
+def bootstrap_aggregator_case(data_dir: str, n: int = 2000) -> Case:
+    def setup():
+        return {"scores": rouge_scorer_loop(_summaries(data_dir, n))}
+    return _case(f"BootstrapAggregator, rouge1/2/L, {n:,} pairs, 1,000 resamples", setup, bootstrap_aggregate,
+                 "rouge-score")
+
+
+def sklearn_topk_case(n: int, c: int, k: int = 5) -> Case:
+    def fn(d):
+        from sklearn.metrics import top_k_accuracy_score
+        return top_k_accuracy_score(d["t"], d["x"], k=k)
+
+    def setup():
+        d = _lm_data(n, c, pad=0.0)
+        d["t"][:c] = np.arange(c)  # every class present, as scikit-learn requires without labels=
+        return d
+    return _case(f"sklearn top_k_accuracy_score k={k} f32 ({n:,}, {c:,})", setup, fn, "scikit-learn")
+
+
+def torchmetrics_perplexity_case(n: int, v: int) -> Case:
+    def fn(d):
+        from torchmetrics.text import Perplexity
+        m = Perplexity(ignore_index=-100)
+        m.update(d["logits"], d["target"])
+        return float(m.compute())
+
+    def setup():
+        import torch
+        g = torch.Generator().manual_seed(0)
+        target = torch.randint(0, v, (1, n), generator=g)
+        target[0, : n // 10] = -100
+        return {"logits": torch.randn(1, n, v, generator=g), "target": target}
+    return _case(f"torchmetrics Perplexity update + compute f32 ({n:,}, {v:,})", setup, fn, "torchmetrics")
+
+
+def cases(quick: bool, data_dir: str | None) -> list[Case]:
+    """The patch cases whose libraries are installed (text cases need the shared data)."""
+    out = []
+    if data_dir and have("sacrebleu"):
+        out.append(lm_eval_bleu_case(data_dir, 20 if quick else 100))
+    if data_dir and have("rouge_score"):
+        out += [rouge_scorer_case(data_dir, 500 if quick else 2000), bootstrap_aggregator_case(data_dir, 2000)]
+    if have("sklearn"):
+        out.append(sklearn_topk_case(*((20000, 1000) if quick else (100000, 1000))))
+    if have("torchmetrics"):
+        out.append(torchmetrics_perplexity_case(*((512, 32000) if quick else (4096, 128256))))
+    return out
