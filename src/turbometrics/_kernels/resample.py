@@ -36,4 +36,3 @@ def resample_sums(rows, idx, out):
             for b in range(1, _BLOCKS):
                 s += part[b, r, q]
             out[r, q] = s
-
