@@ -420,3 +420,20 @@ def test_an_unsupported_version_is_left_unpatched(monkeypatch):
             rouge_scorer.RougeScorer.score.__module__ == "rouge_score.rouge_scorer"
     finally:
         tm.unpatch()
+
+
+def test_a_reference_cache_made_under_the_patch_outlives_it(wmt17):
+    import pickle
+
+    ref, hyp = wmt17["ref"][:300], wmt17["systems"]["uedin-nmt"][:300]
+    want = sacrebleu.BLEU(references=[ref]).corpus_score(hyp, None)
+    tm.patch()
+    try:
+        bleu, chrf = sacrebleu.BLEU(references=[ref]), sacrebleu.CHRF(references=[ref])
+        same(bleu.corpus_score(hyp, None), want)
+        copy = pickle.loads(pickle.dumps(bleu))  # sacrebleu's own cache form travels (PairedTest's workers)
+        same(copy.corpus_score(hyp, None), want)
+    finally:
+        tm.unpatch()
+    same(bleu.corpus_score(hyp, None), want)  # sacrebleu's unpatched code builds its own cache form on demand
+    same(chrf.corpus_score(hyp, None), sacrebleu.CHRF(references=[ref]).corpus_score(hyp, None))

@@ -107,7 +107,8 @@ def original_copy(func: types.FunctionType) -> types.FunctionType:
     return f
 
 
-_IMPLS: dict[int, Callable] = {}   # trampoline key -> implementation
+_IMPLS: dict[int, Callable] = {}         # id(patched function) -> its implementation now
+_TRAMPOLINES: dict[int, types.CodeType] = {}  # id(patched function) -> its trampoline (made once)
 
 
 def _swap_code(undo: list, func: types.FunctionType, impl: Callable) -> None:
@@ -117,16 +118,28 @@ def _swap_code(undo: list, func: types.FunctionType, impl: Callable) -> None:
     stay on the function object), so ``inspect.signature(func)`` is unchanged. Only for functions
     without free variables (module-level functions and methods).
     """
+    key = id(func)
+    old = func.__code__
+    if key not in _TRAMPOLINES:
+        _TRAMPOLINES[key] = _trampoline(func, key)
+    _IMPLS[key] = impl
+    func.__code__ = _TRAMPOLINES[key]
+
+    def restore() -> None:
+        func.__code__ = old
+        _IMPLS.pop(key, None)
+
+    undo.append(restore)
+
+
+def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
     if func.__code__.co_freevars:
         raise TypeError(f"{func.__qualname__} has free variables; its code cannot be swapped")
     sig = inspect.signature(original_copy(func), follow_wrapped=False)
     params, args = [], []
     star = False
     for p in sig.parameters.values():
-        if p.kind is p.POSITIONAL_ONLY:
-            params.append(p.name)
-            args.append(p.name)
-        elif p.kind is p.POSITIONAL_OR_KEYWORD:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             params.append(p.name)
             args.append(p.name)
         elif p.kind is p.VAR_POSITIONAL:
@@ -145,22 +158,13 @@ def _swap_code(undo: list, func: types.FunctionType, impl: Callable) -> None:
     if any(p.kind is p.POSITIONAL_ONLY for p in sig.parameters.values()):
         last = max(i for i, p in enumerate(sig.parameters.values()) if p.kind is p.POSITIONAL_ONLY)
         params.insert(last + 1, "/")
-    key = id(impl)
-    _IMPLS[key] = impl
     # the trampoline runs with func's globals, so it reaches the implementation through the import system
     src = (f"def {func.__name__}({', '.join(params)}):\n"
            f"    return __import__('turbometrics.patch', fromlist=['_IMPLS'])._IMPLS[{key}]({', '.join(args)})\n")
     ns: dict = {}
     exec(compile(src, f"<turbometrics.patch trampoline for {func.__qualname__}>", "exec"), ns)
-    old = func.__code__
-    func.__code__ = ns[func.__name__].__code__.replace(co_qualname=func.__qualname__) \
-        if sys.version_info >= (3, 11) else ns[func.__name__].__code__
-
-    def restore() -> None:
-        func.__code__ = old
-        _IMPLS.pop(key, None)
-
-    undo.append(restore)
+    code = ns[func.__name__].__code__
+    return code.replace(co_qualname=func.__qualname__) if sys.version_info >= (3, 11) else code
 
 
 # --- calls: accelerated, or the original with a logged reason ------------------------------------------
@@ -306,14 +310,36 @@ def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False
         Log one line per patched call to stderr (``turbometrics.patch`` logger,
         INFO): ``accelerated`` or ``fallback: <reason>``.
 
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        For a library name not in the list above.
+
     Notes
     -----
     Each patched call returns the same type with the same value as the original,
-    bit for bit (torchmetrics' perplexity: the exactly rounded value, see the module
-    docstring). Calling ``patch`` again adds libraries; ``unpatch`` undoes all.
-    An installed version the patch was not written for (sacrebleu 2.x,
-    rouge-score 0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0) is left
-    unpatched, with a warning.
+    bit for bit (torchmetrics' perplexity: the exactly rounded value; see the
+    ``turbometrics.patch`` module docstring for what is rebound and what is out of
+    reach). Calling ``patch`` again adds libraries; ``unpatch`` undoes all. An
+    installed version the patch was not written for (sacrebleu 2.x, rouge-score
+    0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0) is left unpatched, with a
+    warning. ``TURBOMETRICS_PATCH_STRICT=1`` turns every fallback into a
+    ``PatchFallbackError``. ``python -m turbometrics.patch script.py`` runs a script
+    (or ``-m module``) with the patch on.
+
+    Examples
+    --------
+    >>> import sacrebleu, turbometrics as tm
+    >>> tm.patch(["sacrebleu"])
+    >>> sacrebleu.corpus_bleu(["The cat sat on the mat."], [["The cat sat on the mat."]]).score
+    100.00000000000004
+    >>> tm.is_patched("sacrebleu"), tm.is_patched("sklearn")
+    (True, False)
+    >>> tm.unpatch()
     """
     if libraries is None:
         wanted = [lib for lib in LIBRARIES if importlib.util.find_spec(lib) is not None]
@@ -340,7 +366,27 @@ def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False
 
 
 def unpatch() -> None:
-    """Undo ``patch``: every rebound attribute and swapped code object is the original object again."""
+    """Undo ``patch``: every rebound attribute and swapped code object is the original object again.
+
+    Parameters
+    ----------
+    None
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    Nothing; calling it when nothing is patched does nothing.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.patch(["sacrebleu"]); tm.unpatch()
+    >>> tm.is_patched()
+    False
+    """
     global _verbose_handler
     with _lock:
         for name in list(_applied):
@@ -356,7 +402,28 @@ def unpatch() -> None:
 
 
 def is_patched(library: str | None = None) -> bool:
-    """Whether ``patch`` is on (for ``library``, or for any library)."""
+    """Whether ``patch`` is on, for ``library`` or for any library.
+
+    Parameters
+    ----------
+    library : str, optional
+        ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"`` or ``"torchmetrics"``.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        For a library name not in the list above.
+
+    Examples
+    --------
+    >>> import turbometrics as tm
+    >>> tm.is_patched("rouge_score")
+    False
+    """
     with _lock:
         if library is None:
             return bool(_active)
