@@ -325,9 +325,10 @@ def _run(args, parser) -> str | None:
             parser.error("choose one of --quick and --full")
         if args.repeat < 1:
             parser.error("--repeat must be >= 1")
-        from . import _bench
+        from . import _bench, _bench_patch
 
-        _bench.run(quick=not args.full, repeat=args.repeat)
+        _bench.run(_bench.cases(not args.full) + _bench_patch.cases(not args.full, None), quick=not args.full,
+                   repeat=args.repeat)
         if args.first_call:
             print("\nNumba first call (fresh process; seconds)")
             for name, t in _bench.numba_first_call().items():
