@@ -3,7 +3,7 @@
 Same numbers as the reference implementations (scikit-learn, PyTorch,
 torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
 """
-from . import dask, metrics  # tm.dask imports Dask only when called
+from . import dask, distributed, metrics  # tm.dask imports Dask, tm.distributed torch, only when called
 from .config import show_config
 from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
 from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
@@ -19,7 +19,7 @@ from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, cor
 __version__ = "0.1.0"
 
 __all__ = [
-    "metrics", "dask",
+    "metrics", "dask", "distributed",
     "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
     "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
     "perplexity_from_nll", "lm_perplexity", "perplexity_from_hidden", "token_nll_from_hidden",

@@ -152,6 +152,21 @@ class Metric:
                     held.add(part)
         return self
 
+    def _replace_state(self, parts: dict[str, Any]) -> None:
+        with _STATE_LOCK:
+            for name, part in parts.items():
+                setattr(self, name, part)
+
+    def sync(self, process_group: Any = None) -> "Metric":
+        """Merge every rank's state into this metric, on every rank (``torch.distributed``; see
+        ``tm.distributed``): afterwards ``compute()``, ``bootstrap_ci`` and ``paired_test`` give, on
+        every rank, the bits of one process that saw rank 0's items, then rank 1's, and so on. Shards
+        may be uneven or empty; ranks whose metrics differ in options all raise the same ValueError.
+        Call it once, after the last update, on every rank. Returns the metric."""
+        from .distributed import sync
+
+        return sync(self, process_group=process_group)
+
     def options(self) -> dict[str, Any]:
         """The options this metric was made with (what must match for a merge or a paired test)."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
