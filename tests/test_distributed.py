@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import time
 
 import numpy as np
@@ -71,6 +72,8 @@ def _filled(d: dict, a: int, b: int) -> dict:
 
 def _init(rank: int, init_file: str) -> None:
     torch.set_num_threads(1)
+    if sys.platform.startswith("linux"):  # gloo on loopback: the host name need not resolve
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
 
 
