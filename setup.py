@@ -51,7 +51,7 @@ extensions = [
         include_dirs=["src/turbometrics/_ext"],
         depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/unicode_tables.hpp",
                  "src/turbometrics/_ext/rouge.hpp", "src/turbometrics/_ext/porter.hpp",
-                 "src/turbometrics/_ext/ter.hpp", "src/turbometrics/_ext/punkt.hpp",
+                 "src/turbometrics/_ext/ter.hpp", "src/turbometrics/_ext/punkt.hpp", "src/turbometrics/_ext/pairwise.hpp",
                  "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,

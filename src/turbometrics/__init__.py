@@ -13,8 +13,8 @@ from .patch import is_patched, patch, unpatch
 from .lm_head import perplexity_from_hidden, token_nll_from_hidden
 from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
                              perplexity_from_probs, token_nll)
-from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length, prepare_references,
-                   rouge, segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
+from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length, pairwise_bleu,
+                   pairwise_chrf, pairwise_rouge, pairwise_ter, prepare_references, rouge, segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
 
 __version__ = "0.1.0"
 
@@ -26,6 +26,7 @@ __all__ = [
     "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
     "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
     "corpus_ter", "sentence_ter", "segment_ter", "TERScore",
+    "pairwise_bleu", "pairwise_chrf", "pairwise_ter", "pairwise_rouge",
     "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
     "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
     "show_config", "patch", "unpatch", "is_patched",

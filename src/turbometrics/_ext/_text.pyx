@@ -215,6 +215,66 @@ def bleu_detail(const int64_t[::1] st, int max_order, int smooth, double smooth_
     return score, bp, list(prec), list(correct), list(total)
 
 
+cdef extern from "pairwise.hpp" namespace "tmt":
+    void c_pairwise_bleu "tmt::pairwise_bleu"(const StrView* texts, int64_t nrows, int64_t ncols, int tok, int N,
+                                              int smooth, double smooth_value, cbool effective, cbool neumaier,
+                                              double* out, int nthreads) except +raise_py nogil
+    void c_pairwise_chrf "tmt::pairwise_chrf"(const StrView* texts, int64_t nrows, int64_t ncols, int nc, int nw,
+                                              double beta, cbool whitespace, cbool eps_smoothing, double* out,
+                                              int nthreads) except +raise_py nogil
+
+
+cdef _pair_views(list rows, object cols, bint lowercase, vector[StrView]& v):
+    """Views of the row texts then the column texts (none when cols is None); returns the list to keep alive."""
+    texts = rows if cols is None else rows + cols
+    if lowercase:
+        texts = [t.lower() for t in texts]
+    v.resize(len(texts))
+    cdef Py_ssize_t i
+    for i in range(len(texts)):
+        v[i] = _view(texts[i])
+    return texts
+
+
+def pairwise_bleu(list rows, object cols, int tok, int max_order, int smooth, double smooth_value, bint effective,
+                  bint lowercase, int nthreads):
+    """(len(rows), len(cols)) sentence BLEU of each row text against each column text alone (cols None: the
+    rows against themselves)."""
+    if not 1 <= max_order <= MAX_ORDER:
+        raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
+    cdef vector[StrView] v
+    alive = _pair_views(rows, cols, lowercase, v)
+    cdef int64_t nr = len(rows), nc = 0 if cols is None else len(cols)
+    out = np.zeros((nr, nr if cols is None else nc), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef bint work = out.size > 0
+    with nogil:
+        if work:
+            c_pairwise_bleu(v.data(), nr, nc, tok, max_order, smooth, smooth_value, effective, NEUMAIER, &o[0, 0],
+                            nthreads)
+    del alive
+    return out
+
+
+def pairwise_chrf(list rows, object cols, int char_order, int word_order, double beta, bint whitespace,
+                  bint eps_smoothing, bint lowercase, int nthreads):
+    """(len(rows), len(cols)) sentence chrF of each row text against each column text alone, as pairwise_bleu."""
+    if char_order < 0 or word_order < 0 or not 1 <= char_order + word_order <= MAX_ORDER:
+        raise ValueError(f"chrF needs one to {MAX_ORDER} n-gram orders")
+    cdef vector[StrView] v
+    alive = _pair_views(rows, cols, lowercase, v)
+    cdef int64_t nr = len(rows), nc = 0 if cols is None else len(cols)
+    out = np.zeros((nr, nr if cols is None else nc), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef bint work = out.size > 0
+    with nogil:
+        if work:
+            c_pairwise_chrf(v.data(), nr, nc, char_order, word_order, beta, whitespace, eps_smoothing, &o[0, 0],
+                            nthreads)
+    del alive
+    return out
+
+
 cdef extern from "ter.hpp" namespace "tmt":
     void c_ter_stats "tmt::ter_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int64_t* out,
                                       int nthreads) except +raise_py nogil

@@ -79,7 +79,7 @@ class ROUGE(Metric):
             flat, offsets = V.as_multi_references(references, len(preds))
             if not (self.split_summaries and lsum):  # the kernel splits Lsum texts on line breaks itself
                 out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
-                return (out.reshape(len(preds), -1),)
+                return (out.reshape(len(preds), 3 * len(self._kinds)),)
             # Lsum on Punkt's sentences, one per line; the other types on the texts as they are
             whole, lines = (preds, flat), tuple(sentences.sentence_lines(x, threads) for x in (preds, flat))
             stem = self.use_stemmer
@@ -92,7 +92,7 @@ class ROUGE(Metric):
             cols = [q for q, k in enumerate(self._kinds) if (k == ROUGE_LSUM) == is_lsum]
             if cols:
                 out[:, cols] = _text.rouge_scores(*texts, offsets, [self._kinds[q] for q in cols], stem, threads)
-        return (out.reshape(n, -1),)  # (P, R, F) of each type in type order
+        return (out.reshape(n, 3 * len(self._kinds)),)  # (P, R, F) of each type in type order
 
     def _respelt(self, predictions, references, other: bool, lsum: bool, threads: int):
         """The caller's tokens, each distinct token spelt as a distinct [a-z0-9] word, so that the default
