@@ -52,6 +52,9 @@ cdef extern from "text.hpp" namespace "tmt":
                                         double beta, cbool whitespace, cbool eps_smoothing, int64_t* out,
                                         int nthreads) except +raise_py nogil
     double c_chrf_f "tmt::chrf_f"(const int64_t* st, int order, double beta, cbool eps_smoothing) except +raise_py nogil
+    void c_bleu_stats_ids "tmt::bleu_stats_ids"(const int64_t* tok, const int64_t* off, const int64_t* hyp, int64_t n,
+                                                const int64_t* ref_seq, const int64_t* seg, int N, int64_t* out,
+                                                int nthreads) except +raise_py nogil
     void c_bleu_scores "tmt::bleu_scores"(const int64_t* stats, int64_t n, int N, int smooth,
                                           double smooth_value, cbool effective, cbool neumaier,
                                           double* out) except +raise_py nogil
@@ -219,6 +222,10 @@ cdef extern from "pairwise.hpp" namespace "tmt":
     void c_pairwise_bleu "tmt::pairwise_bleu"(const StrView* texts, int64_t nrows, int64_t ncols, int tok, int N,
                                               int smooth, double smooth_value, cbool effective, cbool neumaier,
                                               double* out, int nthreads) except +raise_py nogil
+    void c_pairwise_bleu_ids "tmt::pairwise_bleu_ids"(const int64_t* tok, const int64_t* off, int64_t nrows,
+                                                      int64_t ncols, int N, int smooth, double smooth_value,
+                                                      cbool effective, cbool neumaier, double* out,
+                                                      int nthreads) except +raise_py nogil
     void c_pairwise_chrf "tmt::pairwise_chrf"(const StrView* texts, int64_t nrows, int64_t ncols, int nc, int nw,
                                               double beta, cbool whitespace, cbool eps_smoothing, double* out,
                                               int nthreads) except +raise_py nogil
@@ -301,6 +308,9 @@ def ter_stats(list hyps, list refs, int nthreads):
 cdef extern from "rouge.hpp" namespace "tmt":
     void c_rouge_all "tmt::rouge_all"(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                                       const int* kinds, int nk, cbool stem, double* out, int nthreads) except +raise_py nogil
+    void c_rouge_all_ids "tmt::rouge_all_ids"(const int64_t* tok, const int64_t* off, const int64_t* pred, int64_t n,
+                                              const int64_t* ref_seq, const int64_t* seg, const int* kinds, int nk,
+                                              double* out, int nthreads) except +raise_py nogil
     string c_porter_stem "tmt::porter_stem"(const string& word) except +raise_py nogil
     cdef cppclass BitLCS:
         int64_t lcs(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) except +raise_py nogil
@@ -480,3 +490,81 @@ cdef vector[StrView] _views(list texts) except *:
             raise TypeError("expected a str, got None")
         tv[i] = _view(texts[i])
     return tv
+
+
+# ---------------------------------------------------------------- token-ID input
+
+def _check_sequences(tok, off, seqs, seg=None):
+    """The invariants the token-ID kernels read without bounds checks (made by text.token_ids)."""
+    tok, off = np.asarray(tok), np.asarray(off)
+    if off.ndim != 1 or off.size < 1 or off[0] != 0 or off[-1] != tok.size or (np.diff(off) < 0).any():
+        raise ValueError("token offsets must start at 0, never decrease and end at the number of tokens")
+    for s in seqs:
+        s = np.asarray(s)
+        if s.size and (s.min() < 0 or s.max() >= off.size - 1):
+            raise ValueError("sequence index out of range")
+    if seg is not None:
+        seg = np.asarray(seg)
+        if seg[0] != 0 or seg[-1] != len(seqs[1]) or (np.diff(seg) < 1).any():
+            raise ValueError("every segment needs at least one reference, in order")
+
+
+cdef const int64_t* _first(const int64_t[::1] a) noexcept nogil:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+def bleu_stats_ids(const int64_t[::1] tok, const int64_t[::1] off, const int64_t[::1] hyp,
+                   const int64_t[::1] ref_seq, const int64_t[::1] seg, int max_order, int nthreads):
+    """Per-segment BLEU statistics of token-ID segments (see text.hpp: bleu_stats_ids)."""
+    if not 1 <= max_order <= MAX_ORDER:
+        raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
+    cdef int64_t n = hyp.shape[0]
+    if seg.shape[0] != n + 1:
+        raise ValueError("seg must have one entry per segment, plus one")
+    _check_sequences(tok, off, (hyp, ref_seq), seg)
+    out = np.zeros((n, 2 + 2 * max_order), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        if n > 0:
+            c_bleu_stats_ids(_first(tok), &off[0], &hyp[0], n, &ref_seq[0], &seg[0], max_order, &o[0, 0], nthreads)
+    return out
+
+
+def pairwise_bleu_ids(const int64_t[::1] tok, const int64_t[::1] off, int64_t nrows, int64_t ncols, int max_order,
+                      int smooth, double smooth_value, bint effective, int nthreads):
+    """(nrows, ncols) sentence BLEU of token-ID sequences: the rows, then the columns (ncols 0: the rows
+    against themselves), as pairwise_bleu."""
+    if not 1 <= max_order <= MAX_ORDER:
+        raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
+    if nrows < 0 or ncols < 0 or off.shape[0] != nrows + ncols + 1:
+        raise ValueError("offsets do not match the rows and columns")
+    _check_sequences(tok, off, ())
+    out = np.zeros((nrows, nrows if ncols == 0 else ncols), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef bint work = out.size > 0
+    with nogil:
+        if work:
+            c_pairwise_bleu_ids(_first(tok), &off[0], nrows, ncols, max_order, smooth, smooth_value, effective,
+                                NEUMAIER, &o[0, 0], nthreads)
+    return out
+
+
+def rouge_scores_ids(const int64_t[::1] tok, const int64_t[::1] off, const int64_t[::1] pred,
+                     const int64_t[::1] ref_seq, const int64_t[::1] seg, list kinds, int nthreads):
+    """(n, len(kinds), 3) ROUGE of token-ID pairs (see rouge.hpp: rouge_all_ids); ROUGE-Lsum is ROUGE-L
+    (one sentence per sequence)."""
+    cdef int64_t n = pred.shape[0]
+    if seg.shape[0] != n + 1:
+        raise ValueError("seg must have one entry per prediction, plus one")
+    _check_sequences(tok, off, (pred, ref_seq), seg)
+    cdef vector[int] kv = kinds
+    for k in kinds:
+        if not 1 <= k <= 11:
+            raise ValueError(f"unknown ROUGE kind {k}")
+    out = np.zeros((n, len(kinds), 3), dtype=np.float64)
+    cdef double[:, :, ::1] o = out
+    with nogil:
+        if n > 0 and kv.size() > 0:
+            c_rouge_all_ids(_first(tok), &off[0], &pred[0], n, &ref_seq[0], &seg[0], kv.data(), <int>kv.size(),
+                            &o[0, 0, 0], nthreads)
+    return out

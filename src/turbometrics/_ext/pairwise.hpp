@@ -104,15 +104,11 @@ static void text_token_ids(const StrView* texts, int64_t n, int tok, int nthread
   n_symbols = (size_t)tids.next;
 }
 
-// Sentence BLEU of rows[i] against cols[j] alone into out[i * ncols + j] (texts: the rows, then the
-// columns; ncols == 0: the rows against themselves).
-static inline void pairwise_bleu(const StrView* texts, int64_t nrows, int64_t ncols, int tok, int N, int smooth,
-                                 double smooth_value, bool effective, bool neumaier, double* out, int nthreads) {
-  const bool self = ncols == 0;
-  const int64_t nseq = self ? nrows : nrows + ncols;
-  std::vector<std::vector<int32_t>> uni;
-  size_t n_symbols = 0;
-  text_token_ids(texts, nseq, tok, nthreads, uni, n_symbols);
+// Sentence BLEU of row sequence i against column sequence j alone into out[i * ncols + j]; uni holds
+// the rows' dense token ids, then the columns' (none when `self`: the rows against themselves).
+static inline void pairwise_bleu_uni(std::vector<std::vector<int32_t>>& uni, size_t n_symbols, int64_t nrows,
+                                     bool self, int N, int smooth, double smooth_value, bool effective,
+                                     bool neumaier, double* out, int nthreads) {
   PairIndex ix;
   ix.build(uni, n_symbols, self ? 0 : nrows, N);
   const int64_t C = ix.ncols, W = 2 + 2 * (int64_t)N;
@@ -132,6 +128,31 @@ static inline void pairwise_bleu(const StrView* texts, int64_t nrows, int64_t nc
                                   w.total.data(), &bp);
     }
   }, "BLEU row");
+}
+
+// Texts: the rows, then the columns (ncols == 0: the rows against themselves).
+static inline void pairwise_bleu(const StrView* texts, int64_t nrows, int64_t ncols, int tok, int N, int smooth,
+                                 double smooth_value, bool effective, bool neumaier, double* out, int nthreads) {
+  std::vector<std::vector<int32_t>> uni;
+  size_t n_symbols = 0;
+  text_token_ids(texts, ncols == 0 ? nrows : nrows + ncols, tok, nthreads, uni, n_symbols);
+  pairwise_bleu_uni(uni, n_symbols, nrows, ncols == 0, N, smooth, smooth_value, effective, neumaier, out, nthreads);
+}
+
+// Token IDs: sequence s is tok[off[s]:off[s + 1]], the rows then the columns, as pairwise_bleu.
+static inline void pairwise_bleu_ids(const int64_t* tok, const int64_t* off, int64_t nrows, int64_t ncols, int N,
+                                     int smooth, double smooth_value, bool effective, bool neumaier, double* out,
+                                     int nthreads) {
+  const int64_t nseq = ncols == 0 ? nrows : nrows + ncols;
+  IdMap map;
+  map.reset((size_t)(off[nseq] - off[0]));
+  std::vector<std::vector<int32_t>> uni((size_t)nseq);
+  for (int64_t s = 0; s < nseq; ++s) {
+    uni[s].resize((size_t)(off[s + 1] - off[s]));
+    for (int64_t k = off[s]; k < off[s + 1]; ++k) uni[s][k - off[s]] = map.id((uint64_t)tok[k]);
+  }
+  pairwise_bleu_uni(uni, (size_t)map.next, nrows, ncols == 0, N, smooth, smooth_value, effective, neumaier, out,
+                    nthreads);
 }
 
 // chrF's symbols of every text: characters (whitespace removed unless `whitespace`) and words, as

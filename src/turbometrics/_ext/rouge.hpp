@@ -249,13 +249,8 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
 
 // One prediction against its K references: for each requested type, the
 // (precision, recall, F) of the reference with the highest F (the first on ties).
-static void rouge_pair(const StrView& pred, const StrView* refs, int K, const int* kinds, int nk, bool stem,
-                       RougeWork& w, double* out /* nk x 3 */) {
-  if ((int)w.toks.size() < K + 1) { w.toks.resize(K + 1); w.sents.resize(K + 1); }
-  rouge_tokens(pred, stem, w.stems, w.toks[0], w.sents[0]);
-  for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.toks[k + 1], w.sents[k + 1]);
-  token_ids(w.toks, K + 1, w.tids, w.lv);
-  const size_t n_ids = (size_t)w.tids.next;
+// From the dense ids in w.lv.uni[0..K] (0: the prediction) and sentence indices in w.sents.
+static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds, int nk, double* out /* nk x 3 */) {
   const int64_t np_ = (int64_t)w.lv.uni[0].size();
   int max_n = 0;
   for (int q = 0; q < nk; ++q) if (kinds[q] < ROUGE_L) max_n = std::max(max_n, kinds[q]);
@@ -306,6 +301,32 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
       }
     }
   }
+}
+
+static void rouge_pair(const StrView& pred, const StrView* refs, int K, const int* kinds, int nk, bool stem,
+                       RougeWork& w, double* out /* nk x 3 */) {
+  if ((int)w.toks.size() < K + 1) { w.toks.resize(K + 1); w.sents.resize(K + 1); }
+  rouge_tokens(pred, stem, w.stems, w.toks[0], w.sents[0]);
+  for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.toks[k + 1], w.sents[k + 1]);
+  token_ids(w.toks, K + 1, w.tids, w.lv);
+  rouge_scores_of(w, K, (size_t)w.tids.next, kinds, nk, out);
+}
+
+// Token-ID pairs, parallel over pairs: sequences are tok[off[s]:off[s + 1]]; pair i's prediction is
+// sequence pred[i], its references sequences ref_seq[seg[i]:seg[i + 1]]. One sentence per sequence.
+static inline void rouge_all_ids(const int64_t* tok, const int64_t* off, const int64_t* pred, int64_t n,
+                                 const int64_t* ref_seq, const int64_t* seg, const int* kinds, int nk, double* out,
+                                 int nthreads) {
+  struct Work { RougeWork r; IdMap map; std::vector<int64_t> seqs; };
+  tmp::parallel_for(n, 32, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
+    w.seqs.assign(1, pred[i]);
+    w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
+    const int nseq = (int)w.seqs.size();
+    const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.map, w.r.lv);
+    if ((int)w.r.sents.size() < nseq) w.r.sents.resize(nseq);
+    for (int s = 0; s < nseq; ++s) w.r.sents[s].assign(w.r.lv.uni[s].size(), 0);
+    rouge_scores_of(w.r, nseq - 1, n_ids, kinds, nk, out + i * nk * 3);
+  }, "ROUGE prediction");
 }
 
 // LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), ids in [0, n_ids):

@@ -468,27 +468,20 @@ struct BleuWork {
   Scratch scratch;
   std::vector<Tokens> toks;  // [0] hypothesis, then the references present
   TokenIds tids;
+  IdMap ids;                 // token-ID input: the ids made dense
   Levels lv;
   std::vector<int32_t> refmax;
 };
 
-// out = [hyp_len, ref_len, correct_1..N, total_1..N] for one segment.
-// refs: nrefs views, nullptr data = absent (at least one is present).
-// tok_ref differs from tok when the references come already tokenized (TOK_NONE).
-static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int tok_ref, int N,
-                         BleuWork& w, int64_t* out) {
-  int nseq = 1;
-  if ((int)w.toks.size() < nrefs + 1) w.toks.resize(nrefs + 1);
-  tokenize(hyp, tok, w.scratch, w.toks[0]);
-  for (int r = 0; r < nrefs; ++r)
-    if (refs[r].data) tokenize(refs[r], tok_ref, w.scratch, w.toks[nseq++]);
-  token_ids(w.toks, nseq, w.tids, w.lv);
+// out = [hyp_len, ref_len, correct_1..N, total_1..N] from the dense ids in w.lv.uni[0..nseq)
+// (0: the hypothesis, then its references; n_ids of them).
+static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out) {
   Levels& lv = w.lv;
-  lv.begin(nseq, (size_t)w.tids.next);
-  const int64_t hyp_len = (int64_t)w.toks[0].size();
+  lv.begin(nseq, n_ids);
+  const int64_t hyp_len = (int64_t)lv.uni[0].size();
   int64_t best_diff = -1, ref_len = -1;  // closest reference length; on a tie the shorter
   for (int s = 1; s < nseq; ++s) {
-    int64_t L = (int64_t)w.toks[s].size(), d = L > hyp_len ? L - hyp_len : hyp_len - L;
+    int64_t L = (int64_t)lv.uni[s].size(), d = L > hyp_len ? L - hyp_len : hyp_len - L;
     if (best_diff < 0 || d < best_diff || (d == best_diff && L < ref_len)) { best_diff = d; ref_len = L; }
   }
   out[0] = hyp_len;
@@ -514,6 +507,51 @@ static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int
       for (int s = 1; s < nseq; ++s) for (int32_t g : lv.at(s)) w.refmax[g] = 0;
     }
   }
+}
+
+// One segment of text. refs: nrefs views, nullptr data = absent (at least one is present).
+// tok_ref differs from tok when the references come already tokenized (TOK_NONE).
+static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int tok_ref, int N,
+                         BleuWork& w, int64_t* out) {
+  int nseq = 1;
+  if ((int)w.toks.size() < nrefs + 1) w.toks.resize(nrefs + 1);
+  tokenize(hyp, tok, w.scratch, w.toks[0]);
+  for (int r = 0; r < nrefs; ++r)
+    if (refs[r].data) tokenize(refs[r], tok_ref, w.scratch, w.toks[nseq++]);
+  token_ids(w.toks, nseq, w.tids, w.lv);
+  bleu_counts(w, nseq, (size_t)w.tids.next, N, out);
+}
+
+// Token-ID sequences (any int64 values) made dense, exactly: seq s is tok[off[s]:off[s + 1]] for s in
+// seqs[0..nseq). Into lv.uni[0..nseq); returns the number of distinct ids.
+static size_t dense_ids(const int64_t* tok, const int64_t* off, const int64_t* seqs, int nseq, IdMap& map,
+                        Levels& lv) {
+  int64_t total = 0;
+  for (int s = 0; s < nseq; ++s) total += off[seqs[s] + 1] - off[seqs[s]];
+  map.reset((size_t)total);
+  if ((int)lv.uni.size() < nseq) { lv.uni.resize(nseq); lv.gram.resize(nseq); }
+  for (int s = 0; s < nseq; ++s) {
+    const int64_t a = off[seqs[s]], b = off[seqs[s] + 1];
+    std::vector<int32_t>& u = lv.uni[s];
+    u.resize((size_t)(b - a));
+    for (int64_t k = a; k < b; ++k) u[k - a] = map.id((uint64_t)tok[k]);
+  }
+  return (size_t)map.next;
+}
+
+// BLEU statistics of token-ID segments, parallel over segments: sequences are tok[off[s]:off[s + 1]];
+// segment i's hypothesis is sequence hyp[i], its references sequences ref_seq[seg[i]:seg[i + 1]].
+static inline void bleu_stats_ids(const int64_t* tok, const int64_t* off, const int64_t* hyp, int64_t n,
+                                  const int64_t* ref_seq, const int64_t* seg, int N, int64_t* out, int nthreads) {
+  const int64_t W = 2 + 2 * (int64_t)N;
+  struct Work { BleuWork b; std::vector<int64_t> seqs; };
+  tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
+    w.seqs.assign(1, hyp[i]);
+    w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
+    const int nseq = (int)w.seqs.size();
+    const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.b.ids, w.b.lv);
+    bleu_counts(w.b, nseq, n_ids, N, out + i * W);
+  }, "BLEU segment");
 }
 
 // ---------------------------------------------------------------- chrF statistics

@@ -18,6 +18,7 @@ from .. import _validate as V
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .external_tokenizers import external
+from .token_ids import as_sequences, as_token_references, is_token_input, is_token_sequence, joined
 from .tokenizers import EXTERNAL, combine_nrefs, nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
@@ -216,7 +217,11 @@ class BLEU(Metric):
                                        version=SACREBLEU_VERSION)
         self.reset()
 
-    def _stats(self, hypotheses, references, num_threads):
+    def _stats(self, hypotheses, references, num_threads, pad_id=None):
+        if is_token_input(hypotheses):
+            return self._stats_ids(hypotheses, references, num_threads, pad_id)
+        if pad_id is not None:
+            raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
         hyps = V.as_texts(hypotheses, "hypotheses")
         prepared = isinstance(references, PreparedReferences)
         if prepared:
@@ -239,10 +244,20 @@ class BLEU(Metric):
         rows = _text.bleu_stats(hyps, refs, self._tok, self._order, lowercase, V.check_threads(num_threads), prepared)
         return rows, nrefs_label(refs)
 
-    def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
-               *, num_threads: int | None = None) -> "BLEU":
-        """Add segments: hypotheses and reference streams (or ``PreparedReferences``), as ``corpus_bleu``."""
-        return self._fold(self._stats(hypotheses, references, num_threads))
+    def _stats_ids(self, hypotheses, references, num_threads, pad_id):
+        """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words."""
+        hyp = as_sequences(hypotheses, "hypotheses", pad_id)
+        tok, off, h, r, seg = joined(hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id))
+        rows = _text.bleu_stats_ids(tok, off, h, r, seg, self._order, V.check_threads(num_threads))
+        counts = np.diff(seg)
+        same = counts.size == 0 or counts.min() == counts.max()
+        return rows, (int(counts[0]) if counts.size else 1) if same else "var"
+
+    def update(self, hypotheses: Sequence[str] | Any, references: Sequence[Sequence[str | None]] | PreparedReferences | Any,
+               *, num_threads: int | None = None, pad_id: int | None = None) -> "BLEU":
+        """Add segments: hypotheses and reference streams (or ``PreparedReferences``), or token IDs with
+        ``pad_id``, as ``corpus_bleu``."""
+        return self._fold(self._stats(hypotheses, references, num_threads, pad_id))
 
     def _all_rows(self) -> np.ndarray:
         return concat(self._rows, (0, 2 + 2 * self._order), np.int64)
@@ -284,8 +299,13 @@ class BLEU(Metric):
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
                 tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False, *,
-                num_threads: int | None = None, spm_model: str | None = None) -> BLEUScore:
+                num_threads: int | None = None, spm_model: str | None = None, pad_id: int | None = None) -> BLEUScore:
     """Corpus BLEU, equal to ``sacrebleu.corpus_bleu`` (counts, totals, lengths and score, bit for bit).
+
+    Token IDs work too (RL rewards): hypotheses an integer array/tensor (B, L) (positions equal to
+    ``pad_id`` are not tokens) or a list of integer sequences; references per segment, (B, L),
+    (B, R, L) or a list of sequences (or of lists of them). The numbers are those of
+    ``tokenize="none"`` on the IDs written as words (``" ".join(map(str, ids))``).
 
     Parameters
     ----------
@@ -345,13 +365,17 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0'
     """
     return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads).compute()
+                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads, pad_id=pad_id).compute()
 
 
 def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "13a", lowercase: bool = False,
                   smooth_method: str = "exp", smooth_value: float | None = None, max_ngram_order: int = 4,
-                  effective_order: bool = True, *, spm_model: str | None = None) -> BLEUScore:
+                  effective_order: bool = True, *, spm_model: str | None = None,
+                  pad_id: int | None = None) -> BLEUScore:
     """BLEU of one segment against its references, as ``sacrebleu.sentence_bleu``.
+
+    Token IDs work too: ``hypothesis`` an integer sequence, ``references`` a list of them (see
+    ``corpus_bleu``).
 
     Parameters
     ----------
@@ -373,15 +397,19 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     >>> round(tm.sentence_bleu("The dog ran.", ["The dog ran away."]).score, 4)
     49.7609
     """
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
+    m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
+    if is_token_sequence(hypothesis):
+        return m.update([hypothesis], [references], num_threads=1, pad_id=pad_id).compute()
+    return m.update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
 def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
                  tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
                  smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
-                 num_threads: int | None = None, spm_model: str | None = None) -> np.ndarray:
+                 num_threads: int | None = None, spm_model: str | None = None, pad_id: int | None = None) -> np.ndarray:
     """Sentence BLEU of every segment, equal to a loop of ``sacrebleu.sentence_bleu``.
+
+    Token IDs (with ``pad_id``) work as in ``corpus_bleu``: a BLEU reward per sequence.
 
     Parameters
     ----------
@@ -403,4 +431,5 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
     array([100.    ,  27.5348])
     """
     return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads).segment_scores()
+                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads,
+                                            pad_id=pad_id).segment_scores()

@@ -16,6 +16,7 @@ from .. import _validate as V
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .bleu import SACREBLEU_VERSION, ScoreText
+from .token_ids import refuse
 from .tokenizers import combine_nrefs, nrefs_label
 
 
@@ -98,6 +99,7 @@ class CHRF(Metric):
         self.reset()
 
     def _stats(self, hypotheses, references, num_threads):
+        refuse(hypotheses, "chrF", "it is defined on characters")
         hyps = V.as_texts(hypotheses, "hypotheses")
         refs = V.as_reference_streams(references, len(hyps))
         rows = _text.chrf_stats(hyps, refs, self.char_order, self.word_order, float(self.beta), self.whitespace,

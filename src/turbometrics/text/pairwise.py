@@ -19,6 +19,7 @@ from .chrf import CHRF
 from .external_tokenizers import external
 from .rouge import ROUGE, Scores
 from .ter import TER, _ter
+from .token_ids import as_sequences, is_token_input, refuse
 from .tokenizers import EXTERNAL, tokenizer_code
 
 __all__ = ["pairwise_bleu", "pairwise_chrf", "pairwise_ter", "pairwise_rouge"]
@@ -36,9 +37,22 @@ def _sides(hypotheses: Any, references: Any) -> tuple[list[str], list[str] | Non
     return hyps, refs
 
 
-def pairwise_bleu(hypotheses: Sequence[str], references: Sequence[str] | None = None, tokenize: str = "13a",
-                  lowercase: bool = False, smooth_method: str = "exp", smooth_value: float | None = None,
-                  max_ngram_order: int = 4, effective_order: bool = True, *, spm_model: str | None = None,
+def _id_sides(hypotheses: Any, references: Any, pad_id: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Token-ID rows and columns as lists of int64 arrays (pad positions removed)."""
+    out = []
+    for name, side in (("hypotheses", hypotheses), ("references", references)):
+        if side is None:
+            out.append(None)
+            continue
+        tok, off = as_sequences(side, name, pad_id)
+        out.append(np.split(tok, off[1:-1]) if len(off) > 1 else [])
+    return out[0], out[1]
+
+
+def pairwise_bleu(hypotheses: Sequence[str] | Any, references: Sequence[str] | Any | None = None,
+                  tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
+                  smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
+                  spm_model: str | None = None, pad_id: int | None = None,
                   num_threads: int | None = None) -> np.ndarray:
     """Sentence BLEU of every hypothesis against every reference alone: an (N, M) matrix.
 
@@ -51,6 +65,10 @@ def pairwise_bleu(hypotheses: Sequence[str], references: Sequence[str] | None = 
         (self-BLEU, MBR).
     tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model
         As in ``sentence_bleu`` (``effective_order`` True by default, as sacrebleu's ``sentence_bleu``).
+    pad_id : int, optional
+        Token-ID input: both sides an integer array/tensor (N, L) (positions equal to ``pad_id`` are not
+        tokens) or a list of integer sequences; the numbers are ``tokenize="none"``'s on the IDs
+        written as words.
     num_threads : int, optional
         Threads (default: every core); results do not depend on it.
 
@@ -74,8 +92,22 @@ def pairwise_bleu(hypotheses: Sequence[str], references: Sequence[str] | None = 
     array([[53.73],
            [10.12]])
     """
-    hyps, refs = _sides(hypotheses, references)
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
+    threads = V.check_threads(num_threads)
+    if is_token_input(hypotheses):
+        h_tok, h_off = as_sequences(hypotheses, "hypotheses", pad_id)
+        tok, off, ncols = h_tok, h_off, 0
+        if references is not None:
+            r_tok, r_off = as_sequences(references, "references", pad_id)
+            tok, off, ncols = np.concatenate([h_tok, r_tok]), np.concatenate([h_off, r_off[1:] + h_off[-1]]), \
+                len(r_off) - 1
+            if ncols == 0:
+                return np.zeros((len(h_off) - 1, 0))
+        return _text.pairwise_bleu_ids(tok, off, len(h_off) - 1, ncols, m._order, m._code, float(m._value or 0.0),
+                                       m.effective_order, threads)
+    if pad_id is not None:
+        raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
+    hyps, refs = _sides(hypotheses, references)
     tok, lc = m._tok, m.lowercase
     if tokenize in EXTERNAL:  # sacrebleu lowercases, then runs the external tokenizer; we split on spaces
         ext = external(tokenize, spm_model)
@@ -83,7 +115,7 @@ def pairwise_bleu(hypotheses: Sequence[str], references: Sequence[str] | None = 
         refs = None if refs is None else _pretokenize(refs, ext, lc)
         tok, lc = tokenizer_code("none"), False
     return _text.pairwise_bleu(hyps, refs, tok, m._order, m._code, float(m._value or 0.0), m.effective_order, lc,
-                               V.check_threads(num_threads))
+                               threads)
 
 
 def pairwise_chrf(hypotheses: Sequence[str], references: Sequence[str] | None = None, char_order: int = 6,
@@ -123,6 +155,7 @@ def pairwise_chrf(hypotheses: Sequence[str], references: Sequence[str] | None = 
     >>> cands[int((m.sum(axis=1) - m.diagonal()).argmax())]
     'the cat sat on the mat'
     """
+    refuse(hypotheses, "chrF", "it is defined on characters")
     hyps, refs = _sides(hypotheses, references)
     m = CHRF(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
     return _text.pairwise_chrf(hyps, refs, m.char_order, m.word_order, float(m.beta), m.whitespace, m.eps_smoothing,
@@ -171,6 +204,7 @@ def pairwise_ter(hypotheses: Sequence[str], references: Sequence[str] | None = N
     array([[ 16.67, 133.33],
            [100.  ,  66.67]])
     """
+    refuse(hypotheses, "TER", "its Tercom rules work on the text")
     hyps, refs = _sides(hypotheses, references)
     m = TER(normalized, no_punct, asian_support, case_sensitive)
     threads = V.check_threads(num_threads)
@@ -183,9 +217,9 @@ def pairwise_ter(hypotheses: Sequence[str], references: Sequence[str] | None = N
     return out
 
 
-def pairwise_rouge(predictions: Sequence[str], references: Sequence[str] | None = None, rouge_type: str = "rougeL",
-                   use_stemmer: bool = False, split_summaries: bool = False, tokenizer: Any = None, *,
-                   num_threads: int | None = None) -> Scores:
+def pairwise_rouge(predictions: Sequence[str] | Any, references: Sequence[str] | Any | None = None,
+                   rouge_type: str = "rougeL", use_stemmer: bool = False, split_summaries: bool = False,
+                   tokenizer: Any = None, *, pad_id: int | None = None, num_threads: int | None = None) -> Scores:
     """ROUGE of every prediction against every reference alone: (N, M) precision, recall and F matrices.
 
     Parameters
@@ -196,8 +230,8 @@ def pairwise_rouge(predictions: Sequence[str], references: Sequence[str] | None 
         M texts (the columns); None scores the predictions against themselves.
     rouge_type : str
         One of ``rouge1`` .. ``rouge9``, ``rougeL``, ``rougeLsum``.
-    use_stemmer, split_summaries, tokenizer
-        As in ``rouge``.
+    use_stemmer, split_summaries, tokenizer, pad_id
+        As in ``rouge`` (token IDs: both sides as ``pairwise_bleu`` takes them).
     num_threads : int, optional
         Threads (default: every core); results do not depend on it.
 
@@ -224,7 +258,11 @@ def pairwise_rouge(predictions: Sequence[str], references: Sequence[str] | None 
     if not isinstance(rouge_type, str):
         raise TypeError(f"rouge_type must be a str, got {type(rouge_type).__name__}")
     m = ROUGE([rouge_type], use_stemmer, split_summaries, tokenizer)
-    if tokenizer is None:
+    if is_token_input(predictions):
+        preds, refs = _id_sides(predictions, references, pad_id)
+    elif pad_id is not None:
+        raise TypeError("pad_id applies to token-ID input; the predictions are text")
+    elif tokenizer is None:
         preds, refs = _sides(predictions, references)
     else:  # the caller's tokenizer (or pre-tokenized lists): validated by ROUGE itself
         preds, refs = list(predictions), None if references is None else list(references)

@@ -15,6 +15,7 @@ from .._arrays import to_host
 from .._ext import _text
 from .._metric import Metric, Plan, concat
 from . import sentences
+from .token_ids import as_sequences, as_token_references, is_token_input, joined
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 ROUGE_LSUM = 11  # the kernel's code for rougeLsum (1..9: ROUGE-N, 10: ROUGE-L)
@@ -71,8 +72,16 @@ class ROUGE(Metric):
         self.use_stemmer, self.tokenizer, self.split_summaries = bool(use_stemmer), tokenizer, bool(split_summaries)
         self.reset()
 
-    def _stats(self, predictions, references, num_threads):
+    def _stats(self, predictions, references, num_threads, pad_id=None):
         threads = V.check_threads(num_threads)
+        if self.tokenizer is None and is_token_input(predictions):  # (pretokenized input is lists of str)
+            pred = as_sequences(predictions, "predictions", pad_id)
+            tok, off, p, r, seg = joined(pred, as_token_references(references, len(pred[1]) - 1, "references",
+                                                                     pad_id))
+            out = _text.rouge_scores_ids(tok, off, p, r, seg, self._kinds, threads)
+            return (out.reshape(len(p), 3 * len(self._kinds)),)
+        if pad_id is not None:
+            raise TypeError("pad_id applies to token-ID input; the predictions are text")
         lsum, other = ROUGE_LSUM in self._kinds, any(k != ROUGE_LSUM for k in self._kinds)
         if self.tokenizer is None:
             preds = V.as_texts(predictions, "predictions")
@@ -123,10 +132,10 @@ class ROUGE(Metric):
         lines = tuple(["\n".join(spell(split(s)) for s in ss if s) for ss in x] for x in sents) if lsum else None
         return whole, lines, offsets
 
-    def update(self, predictions: Sequence[str], references: Sequence[str | Sequence[str]], *,
-               num_threads: int | None = None) -> "ROUGE":
-        """Add pairs: predictions and their reference(s), as ``rouge``."""
-        return self._fold(self._stats(predictions, references, num_threads))
+    def update(self, predictions: Sequence[str] | Any, references: Sequence[str | Sequence[str]] | Any, *,
+               num_threads: int | None = None, pad_id: int | None = None) -> "ROUGE":
+        """Add pairs: predictions and their reference(s), or token IDs with ``pad_id``, as ``rouge``."""
+        return self._fold(self._stats(predictions, references, num_threads, pad_id))
 
     def _all_rows(self) -> np.ndarray:
         return concat(self._rows, (0, 3 * len(self.rouge_types)))
@@ -150,7 +159,7 @@ class ROUGE(Metric):
 def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
           rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False,
           split_summaries: bool = False, tokenizer: Any = None, *,
-          num_threads: int | None = None) -> dict[str, Scores]:
+          num_threads: int | None = None, pad_id: int | None = None) -> dict[str, Scores]:
     """ROUGE of each prediction against its reference(s), as ``rouge_score.rouge_scorer.RougeScorer``.
 
     Argument order: ours is ``rouge(predictions, references)``; rouge-score's
@@ -180,6 +189,11 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
         tokens or a list of such lists (one sentence each for ROUGE-Lsum).
     num_threads : int, optional
         Threads (default: every core); results do not depend on it.
+    pad_id : int, optional
+        Token-ID input (RL rewards): predictions an integer array/tensor (B, L) or a list of integer
+        sequences, references (B, L), (B, R, L) or a list (see ``corpus_bleu``); positions equal to
+        ``pad_id`` are not tokens. The scores equal rouge-score's on the IDs written as words
+        (ROUGE-Lsum is ROUGE-L there: one sentence per sequence).
 
     Tokens are rouge-score's: lowercase ``[a-z0-9]`` runs (other characters
     separate tokens). ROUGE-Lsum splits summaries on newlines and takes the
@@ -220,8 +234,8 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     ...
     ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of 274877906944 token pairs; split the texts
     """
-    return ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(predictions, references,
-                                                                               num_threads=num_threads).compute()
+    return ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(
+        predictions, references, num_threads=num_threads, pad_id=pad_id).compute()
 
 
 def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,

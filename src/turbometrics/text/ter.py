@@ -20,6 +20,7 @@ from .. import _validate as V
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, concat, one_score
 from .bleu import SACREBLEU_VERSION, ScoreText
+from .token_ids import refuse
 from .tokenizers import combine_nrefs, nrefs_label
 
 # Tercom's normalisation (sacrebleu's TercomTokenizer): literal replacements, then regex passes.
@@ -130,6 +131,7 @@ class TER(Metric):
         return [None if t is None else _tercom(t, *opts) for t in texts]
 
     def _stats(self, hypotheses, references, num_threads):
+        refuse(hypotheses, "TER", "its Tercom rules work on the text")
         hyps = V.as_texts(hypotheses, "hypotheses")
         refs = V.as_reference_streams(references, len(hyps))
         # sacrebleu preprocesses references twice (once when caching them, again when extracting their

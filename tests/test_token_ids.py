@@ -1,0 +1,138 @@
+"""Token-ID BLEU and ROUGE: equal to sacrebleu (tokenize="none") and rouge-score on the IDs written as words.
+
+Random batches: lengths 0-300, vocabularies of 5 to 50,000 (rare and repeated n-grams), 1-4 references,
+padding, every smoothing method, effective order on and off. TURBOMETRICS_TOKEN_ID_BATCHES sets how many
+(the issue's check is 10,000; CI runs 1,000).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import turbometrics as tm
+
+sacrebleu = pytest.importorskip("sacrebleu")
+rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+torch = pytest.importorskip("torch")
+
+BATCHES = int(os.environ.get("TURBOMETRICS_TOKEN_ID_BATCHES", "1000"))
+SMOOTH = [("none", None), ("floor", 0.1), ("floor", 0.7), ("add-k", 1), ("add-k", 3), ("exp", None)]
+ROUGE_TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+
+
+def _words(ids) -> str:
+    return " ".join(map(str, ids))
+
+
+def _batch(rng: np.random.Generator):
+    """(hyps, refs per segment) as lists of int lists, the form to pass (lists or padded arrays), pad_id."""
+    b = int(rng.integers(1, 5))
+    vocab = int(rng.choice([5, 12, 100, 1000, 50_000]))
+    top = int(rng.choice([5, 30, 300]))
+
+    def seq():
+        return rng.integers(0, vocab, int(rng.integers(0, top + 1))).tolist()
+    hyps = [seq() for _ in range(b)]
+    same_r = rng.random() < 0.5
+    r = int(rng.integers(1, 5))
+    refs = [[seq() for _ in range(r if same_r else int(rng.integers(1, 5)))] for _ in range(b)]
+    if not same_r or rng.random() < 0.4:
+        return hyps, refs, hyps, refs, None
+    pad = int(rng.choice([-1, vocab, 10 ** 9]))  # a pad id outside the vocabulary
+    width = max([len(h) for h in hyps] + [len(x) for rs in refs for x in rs] + [1]) + int(rng.integers(0, 3))
+    h_arr = np.full((b, width), pad, np.int64)
+    r_arr = np.full((b, r, width), pad, np.int64)
+    for i, h in enumerate(hyps):
+        h_arr[i, :len(h)] = h
+        for k, x in enumerate(refs[i]):
+            r_arr[i, k, :len(x)] = x
+    if r == 1 and rng.random() < 0.5:
+        r_arr = r_arr[:, 0]
+    if rng.random() < 0.3:
+        return hyps, refs, torch.from_numpy(h_arr), torch.from_numpy(r_arr), pad
+    return hyps, refs, h_arr.astype(rng.choice([np.int32, np.int64])), r_arr, pad
+
+
+def _streams(refs):
+    R = max(len(r) for r in refs)
+    return [[_words(r[k]) if k < len(r) else None for r in refs] for k in range(R)]
+
+
+def test_random_batches_equal_sacrebleu_and_rouge_score():
+    rng = np.random.default_rng(27)
+    scorers = {s: rouge_scorer.RougeScorer(ROUGE_TYPES, use_stemmer=s) for s in (False, True)}
+    for it in range(BATCHES):
+        hyps, refs, h_in, r_in, pad = _batch(rng)
+        method, value = SMOOTH[it % len(SMOOTH)]
+        opts = dict(smooth_method=method, smooth_value=value, max_ngram_order=int(rng.integers(1, 6)),
+                    effective_order=bool(rng.random() < 0.5))
+        got = tm.corpus_bleu(h_in, r_in, pad_id=pad, **opts)
+        want = sacrebleu.BLEU(tokenize="none", **opts).corpus_score([_words(h) for h in hyps], _streams(refs))
+        assert (got.score, got.counts, got.totals, got.sys_len, got.ref_len) == \
+            (want.score, want.counts, want.totals, want.sys_len, want.ref_len), (it, opts)
+        seg = tm.segment_bleu(h_in, r_in, pad_id=pad, **opts)
+        o = sacrebleu.BLEU(tokenize="none", **opts)
+        assert seg.tolist() == [o.sentence_score(_words(h), [_words(x) for x in r]).score
+                                for h, r in zip(hyps, refs)], (it, opts)
+        if it % 5 == 0:  # rouge-score's pure-Python LCS is the slow part
+            stem = bool(it % 10)
+            got = tm.rouge(h_in, r_in, ROUGE_TYPES, use_stemmer=stem, pad_id=pad)
+            for i, (h, r) in enumerate(zip(hyps, refs)):
+                want = scorers[stem].score_multi([_words(x) for x in r], _words(h))
+                for t in ROUGE_TYPES:
+                    assert (got[t].precision[i], got[t].recall[i], got[t].fmeasure[i]) == tuple(want[t]), (it, t)
+
+
+def test_sentence_and_pairwise_on_ids():
+    rng = np.random.default_rng(5)
+    h = rng.integers(0, 30, 40).tolist()
+    refs = [rng.integers(0, 30, 35).tolist(), rng.integers(0, 30, 20).tolist()]
+    want = sacrebleu.sentence_bleu(_words(h), [_words(r) for r in refs], tokenize="none")
+    assert tm.sentence_bleu(h, refs).score == want.score
+    assert tm.sentence_bleu(np.array(h), np.array(refs[:1])).score == \
+        sacrebleu.sentence_bleu(_words(h), [_words(refs[0])], tokenize="none").score
+    rows = [rng.integers(0, 20, int(n)).tolist() for n in rng.integers(0, 40, 25)]
+    cols = [rng.integers(0, 20, int(n)).tolist() for n in rng.integers(0, 40, 15)]
+    o = sacrebleu.BLEU(tokenize="none", effective_order=True)
+    assert tm.pairwise_bleu(rows, cols).tolist() == [[o.sentence_score(_words(a), [_words(b)]).score for b in cols]
+                                                     for a in rows]
+    sc = rouge_scorer.RougeScorer(["rouge2"])
+    assert tm.pairwise_rouge(rows, cols, "rouge2").recall.tolist() == \
+        [[sc.score(_words(b), _words(a))["rouge2"].recall for b in cols] for a in rows]
+
+
+def test_metric_objects_take_ids_and_text_alike():
+    rng = np.random.default_rng(9)
+    hyps = [rng.integers(0, 50, 30).tolist() for _ in range(20)]
+    refs = [[rng.integers(0, 50, 30).tolist()] for _ in range(20)]
+    acc = tm.metrics.BLEU()
+    acc.update(hyps[:7], refs[:7]).update(hyps[7:], refs[7:])
+    text = tm.corpus_bleu([_words(h) for h in hyps], [[_words(r[0]) for r in refs]], tokenize="none")
+    assert acc.compute().score == text.score
+    ci = tm.bootstrap_ci(acc, n_resamples=50, seed=1)
+    assert ci.score == text.score
+
+
+def test_bad_token_input():
+    with pytest.raises(ValueError, match=">= 0"):
+        tm.corpus_bleu([[1, -2]], [[[1]]])
+    with pytest.raises(TypeError, match="integers"):
+        tm.corpus_bleu(np.zeros((2, 3)), np.zeros((2, 3), np.int64))
+    with pytest.raises(TypeError, match="integers"):
+        tm.corpus_bleu(np.zeros((2, 3), np.int64), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="entries but there are"):
+        tm.corpus_bleu([[1, 2]], [[1], [2]])
+    with pytest.raises(ValueError, match=r"\(2, L\)"):
+        tm.segment_bleu(np.zeros((2, 3), np.int64), np.zeros((3, 3), np.int64))
+    with pytest.raises(TypeError, match="pad_id applies"):
+        tm.corpus_bleu(["a b"], [["a b"]], pad_id=0)
+    with pytest.raises(TypeError, match="chrF takes text"):
+        tm.corpus_chrf([[1, 2]], [[[1, 2]]])
+    with pytest.raises(TypeError, match="TER takes text"):
+        tm.pairwise_ter([[1, 2]])
+    with pytest.raises(TypeError, match="hypothesis must be a str"):
+        tm.sentence_bleu(["a"], ["a"])
+    with pytest.raises(ValueError, match="R = 0"):
+        tm.rouge(np.zeros((2, 3), np.int64), np.zeros((2, 0, 3), np.int64))
