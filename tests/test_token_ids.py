@@ -136,3 +136,16 @@ def test_bad_token_input():
         tm.sentence_bleu(["a"], ["a"])
     with pytest.raises(ValueError, match="R = 0"):
         tm.rouge(np.zeros((2, 3), np.int64), np.zeros((2, 0, 3), np.int64))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_the_benchmarks_torch_baseline_computes_the_same_bleu(packed):
+    """benchmarks compare with a torch implementation of TensorBLEU's method: it must score the same."""
+    from turbometrics._bench import tensorbleu_torch
+
+    rng = np.random.default_rng(3)
+    cand = rng.integers(0, 40, (16, 60))
+    ref = np.where(rng.random((16, 60)) < 0.5, cand, rng.integers(0, 40, (16, 60)))
+    ref[3] = 39 - cand[3] % 40 + 100  # no match at all: score 0
+    got = tensorbleu_torch(torch.from_numpy(cand), torch.from_numpy(ref), packed=packed).numpy()
+    np.testing.assert_allclose(got, tm.segment_bleu(cand, ref, effective_order=False), rtol=1e-13, atol=0)
