@@ -396,3 +396,16 @@ class HeadFold:
     def result(self) -> tuple:
         """(max, sum, bad, target logit) as host arrays."""
         return tuple(_to_host(a, self.rows) for a in self.state)
+
+
+def ngram_matches(tok: np.ndarray, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray,
+                  order: int, per_ref: bool) -> np.ndarray:
+    """Clipped n-gram matches of token-ID segments on the GPU (``_kernels.cuda.ngram_matches``): host
+    arrays from ``text.token_ids.joined`` in, int64 (segments, order) back, or (references, order) with
+    ``per_ref``. Only counts cross back; the scores are made on the host by the CPU path's formulas."""
+    cuda, K = _cuda()
+    out = cuda.to_device(np.zeros((len(ref_seq) if per_ref else len(hyp), order), np.int64))
+    if len(hyp) and len(tok):
+        dev = [cuda.to_device(np.ascontiguousarray(a, np.int64)) for a in (tok, off, hyp, ref_seq, seg)]
+        K.ngram_matches[len(hyp), min(K.TPB, 128)](*dev, order, per_ref, out)
+    return out.copy_to_host()

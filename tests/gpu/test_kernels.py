@@ -256,3 +256,37 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
         assert tm.perplexity_from_hidden(on(h[1:]), on(w), tt[1:], on(b), ignore_index=-100) == pytest.approx(
             tm.perplexity_from_hidden(h[1:], w, tt[1:], b, ignore_index=-100), rel=1e-6)
 
+
+
+def _token_batch(rng, b=5, vocab=6):
+    """Token IDs with repeats (a small vocabulary), an empty hypothesis and padding (-1)."""
+    width = 14
+    hyp = np.full((b, width), -1, np.int64)
+    ref = np.full((b, 2, width), -1, np.int64)
+    for i in range(b):
+        n = 0 if i == 1 else int(rng.integers(1, width + 1))
+        hyp[i, :n] = rng.integers(0, vocab, n)
+        for r in range(2):
+            m = int(rng.integers(0, width + 1))
+            ref[i, r, :m] = rng.integers(0, vocab, m)
+    return hyp, ref
+
+
+def test_token_id_bleu_equals_the_cpu(rng):
+    hyp, ref = _token_batch(rng)
+    for opts in ({}, {"max_ngram_order": 2, "smooth_method": "floor"}, {"effective_order": False}):
+        got = tm.segment_bleu(dev(hyp), dev(ref), pad_id=-1, **opts)
+        assert got.copy_to_host().tolist() == tm.segment_bleu(hyp, ref, pad_id=-1, **opts).tolist()
+        acc = tm.metrics.BLEU(**{k: v for k, v in opts.items() if k != "effective_order"})
+        assert acc.update(hyp, ref, pad_id=-1, device="cuda").compute().score == \
+            tm.corpus_bleu(hyp, ref, pad_id=-1, **opts).score
+
+
+def test_token_id_rouge_equals_the_cpu(rng):
+    hyp, ref = _token_batch(rng, vocab=4)
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    got = tm.rouge(dev(hyp), dev(ref), types, pad_id=-1)
+    want = tm.rouge(hyp, ref, types, pad_id=-1)
+    for t in types:
+        for a, b in zip(got[t], want[t]):
+            assert a.copy_to_host().tolist() == b.tolist(), t

@@ -226,13 +226,16 @@ cdef extern from "pairwise.hpp" namespace "tmt":
                                                       int64_t ncols, int N, int smooth, double smooth_value,
                                                       cbool effective, cbool neumaier, double* out,
                                                       int nthreads) except +raise_py nogil
+    void c_pairwise_rouge "tmt::pairwise_rouge"(const StrView* texts, int64_t nrows, int64_t ncols, int kind,
+                                                cbool stem, double* out, int nthreads) except +raise_py nogil
     void c_pairwise_chrf "tmt::pairwise_chrf"(const StrView* texts, int64_t nrows, int64_t ncols, int nc, int nw,
                                               double beta, cbool whitespace, cbool eps_smoothing, double* out,
                                               int nthreads) except +raise_py nogil
 
 
-cdef _pair_views(list rows, object cols, bint lowercase, vector[StrView]& v):
-    """Views of the row texts then the column texts (none when cols is None); returns the list to keep alive."""
+cdef tuple _pair_views(list rows, object cols, bint lowercase, vector[StrView]& v):
+    """Views of the row texts then the column texts (none when cols is None): (the list to keep alive,
+    rows, columns (0: the rows against themselves), the zeroed result matrix)."""
     texts = rows if cols is None else rows + cols
     if lowercase:
         texts = [t.lower() for t in texts]
@@ -240,7 +243,8 @@ cdef _pair_views(list rows, object cols, bint lowercase, vector[StrView]& v):
     cdef Py_ssize_t i
     for i in range(len(texts)):
         v[i] = _view(texts[i])
-    return texts
+    nc = 0 if cols is None else len(cols)
+    return texts, len(rows), nc, np.zeros((len(rows), len(rows) if cols is None else nc))
 
 
 def pairwise_bleu(list rows, object cols, int tok, int max_order, int smooth, double smooth_value, bint effective,
@@ -250,9 +254,8 @@ def pairwise_bleu(list rows, object cols, int tok, int max_order, int smooth, do
     if not 1 <= max_order <= MAX_ORDER:
         raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
     cdef vector[StrView] v
-    alive = _pair_views(rows, cols, lowercase, v)
-    cdef int64_t nr = len(rows), nc = 0 if cols is None else len(cols)
-    out = np.zeros((nr, nr if cols is None else nc), dtype=np.float64)
+    cdef int64_t nr, nc
+    alive, nr, nc, out = _pair_views(rows, cols, lowercase, v)
     cdef double[:, ::1] o = out
     cdef bint work = out.size > 0
     with nogil:
@@ -269,15 +272,32 @@ def pairwise_chrf(list rows, object cols, int char_order, int word_order, double
     if char_order < 0 or word_order < 0 or not 1 <= char_order + word_order <= MAX_ORDER:
         raise ValueError(f"chrF needs one to {MAX_ORDER} n-gram orders")
     cdef vector[StrView] v
-    alive = _pair_views(rows, cols, lowercase, v)
-    cdef int64_t nr = len(rows), nc = 0 if cols is None else len(cols)
-    out = np.zeros((nr, nr if cols is None else nc), dtype=np.float64)
+    cdef int64_t nr, nc
+    alive, nr, nc, out = _pair_views(rows, cols, lowercase, v)
     cdef double[:, ::1] o = out
     cdef bint work = out.size > 0
     with nogil:
         if work:
             c_pairwise_chrf(v.data(), nr, nc, char_order, word_order, beta, whitespace, eps_smoothing, &o[0, 0],
                             nthreads)
+    del alive
+    return out
+
+
+def pairwise_rouge(list rows, object cols, int kind, bint stem, int nthreads):
+    """(3, len(rows), len(cols)) ROUGE-N (kind 1..9) or ROUGE-L (10) (P, R, F) of each row text against each
+    column text alone (cols None: the rows against themselves)."""
+    if not 1 <= kind <= 10:
+        raise ValueError(f"pairwise ROUGE kind must be 1..10, got {kind}")
+    cdef vector[StrView] v
+    cdef int64_t nr, nc
+    alive, nr, nc, plane = _pair_views(rows, cols, True, v)  # rouge-score lowercases with str.lower()
+    out = np.zeros((3,) + plane.shape)
+    cdef double[:, :, ::1] o = out
+    cdef bint work = out.size > 0
+    with nogil:
+        if work:
+            c_pairwise_rouge(v.data(), nr, nc, kind, stem, &o[0, 0, 0], nthreads)
     del alive
     return out
 

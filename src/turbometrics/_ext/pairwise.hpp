@@ -8,6 +8,7 @@
 // kernels use (bleu_score, chrf_f), so cell (i, j) is that metric of text i against text j alone.
 #pragma once
 
+#include "rouge.hpp"
 #include "text.hpp"
 
 namespace tmt {
@@ -222,6 +223,62 @@ static inline void pairwise_chrf(const StrView* texts, int64_t nrows, int64_t nc
       out[i * C + j] = chrf_f(st, order, beta, eps_smoothing);
     }
   }, "chrF row");
+}
+
+// ROUGE-N (kind 1..9) or ROUGE-L (kind 10) of rows[i] against cols[j] alone: (P, R, F) into
+// out[((q * nrows) + i) * ncols + j] for q = 0, 1, 2. Texts lowercased by the caller (rouge-score's
+// str.lower()), tokenized once (rouge_tokens, stemmed if asked); ROUGE-N through the inverted index,
+// ROUGE-L by the bit-parallel LCS of each pair.
+static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t ncols, int kind, bool stem,
+                                  double* out, int nthreads) {
+  const bool self = ncols == 0;
+  const int64_t nseq = self ? nrows : nrows + ncols, col0 = self ? 0 : nrows, C = nseq - col0;
+  std::vector<Tokens> toks((size_t)nseq);
+  struct TokWork { std::unordered_map<std::string, std::string> stems; std::vector<int32_t> sents; };
+  tmp::parallel_for(nseq, 64, nthreads, [] { return TokWork(); }, [&](TokWork& w, int64_t i) {
+    rouge_tokens(texts[i], stem, w.stems, toks[i], w.sents);
+  }, "text");
+  size_t total = 0;
+  for (const Tokens& t : toks) total += t.size();
+  TokenIds tids;
+  tids.reset(total);
+  std::vector<std::vector<int32_t>> uni((size_t)nseq);
+  for (int64_t i = 0; i < nseq; ++i) sequence_ids(toks[i], tids, uni[i]);
+  const size_t n_ids = (size_t)tids.next;
+  const size_t plane = (size_t)nrows * (size_t)C;
+  auto put = [&](int64_t i, int64_t j, int64_t hits, int64_t den_p, int64_t den_r) {
+    const double p = (double)hits / (double)den_p, r = (double)hits / (double)den_r;
+    const size_t at = (size_t)i * C + j;
+    out[at] = p;
+    out[plane + at] = r;
+    out[2 * plane + at] = fmeasure(p, r);
+  };
+  if (kind < ROUGE_L) {
+    PairIndex ix;
+    ix.build(uni, n_ids, col0, kind);
+    tmp::parallel_for(nrows, 1, nthreads, [] { return std::vector<int32_t>(); }, [&](std::vector<int32_t>& m,
+                                                                                       int64_t i) {
+      ix.row(i, m);
+      const int64_t pc = ix.grams(i, kind);
+      for (int64_t j = 0; j < C; ++j) {
+        const int64_t tc = ix.grams(col0 + j, kind);
+        put(i, j, (pc > 0 && tc > 0) ? m[(size_t)(kind - 1) * C + j] : 0, std::max<int64_t>(pc, 1),
+            std::max<int64_t>(tc, 1));
+      }
+    }, "ROUGE row");
+    return;
+  }
+  tmp::parallel_for(nrows, 1, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t i) {
+    const std::vector<int32_t>& pr = uni[i];
+    const int64_t np_ = (int64_t)pr.size();
+    for (int64_t j = 0; j < C; ++j) {
+      const std::vector<int32_t>& t = uni[col0 + j];
+      const int64_t tc = (int64_t)t.size();
+      if (tc == 0 || np_ == 0) { put(i, j, 0, 1, 1); continue; }
+      check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
+      put(i, j, bl.lcs(t.data(), tc, pr.data(), np_, n_ids), np_, tc);
+    }
+  }, "ROUGE row");
 }
 
 }  // namespace tmt

@@ -665,3 +665,70 @@ def lcs_pairs(a, a_off, b, b_off, row_off, rows, out):
             diag = up
             rows[o + j + 1] = cur
     out[p] = rows[o + nb]
+
+
+MAX_GPU_ORDER = 16  # n-gram orders the token-ID kernel counts in registers (BLEU's 4, ROUGE-1..9)
+
+
+@cuda.jit(device=True, inline=True)
+def _common_prefix(tok, p, q, m):
+    """How many of the m tokens from p and from q agree, counted from the start (stops at the first miss)."""
+    k = 0
+    while k < m and tok[p + k] == tok[q + k]:
+        k += 1
+    return k
+
+
+@cuda.jit
+def ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref, out):
+    """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
+
+    One block per segment; its threads take the hypothesis's positions i in turn. The n-gram at i equals
+    the one at j exactly when the two sequences agree on n tokens from there, so one common-prefix walk
+    per (i, j) serves every order. Each distinct n-gram is counted at its first occurrence i:
+    min(count in the hypothesis, count in the reference), summed with integer atomics (exact, in any
+    order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
+    out[segment, n - 1]; True (ROUGE-N): one sum per reference, into out[reference, n - 1].
+    Sequence s is tok[off[s]:off[s + 1]]; segment i's hypothesis is hyp[i], its references
+    ref_seq[seg[i]:seg[i + 1]].
+    """
+    s = cuda.blockIdx.x
+    h0 = off[hyp[s]]
+    hl = off[hyp[s] + 1] - h0
+    cnt = cuda.local.array(MAX_GPU_ORDER, int64)
+    first = cuda.local.array(MAX_GPU_ORDER, int64)
+    best = cuda.local.array(MAX_GPU_ORDER, int64)
+    cnt_r = cuda.local.array(MAX_GPU_ORDER, int64)
+    i = cuda.threadIdx.x
+    while i < hl:
+        top = min(order, hl - i)  # orders of the n-grams starting at i
+        for n in range(top):
+            cnt[n] = 0
+            first[n] = 1
+            best[n] = 0
+        for j in range(hl):
+            m = _common_prefix(tok, h0 + i, h0 + j, min(top, hl - j))
+            for n in range(m):
+                cnt[n] += 1
+                if j < i:
+                    first[n] = 0
+        for r in range(seg[s], seg[s + 1]):
+            a = off[ref_seq[r]]
+            rl = off[ref_seq[r] + 1] - a
+            for n in range(top):
+                cnt_r[n] = 0
+            for j in range(rl):
+                m = _common_prefix(tok, h0 + i, a + j, min(top, rl - j))
+                for n in range(m):
+                    cnt_r[n] += 1
+            for n in range(top):
+                if per_ref:
+                    if first[n] and cnt_r[n] > 0:
+                        cuda.atomic.add(out, (r, n), min(cnt[n], cnt_r[n]))
+                elif cnt_r[n] > best[n]:
+                    best[n] = cnt_r[n]
+        if not per_ref:
+            for n in range(top):
+                if first[n] and best[n] > 0:
+                    cuda.atomic.add(out, (s, n), min(cnt[n], best[n]))
+        i += cuda.blockDim.x

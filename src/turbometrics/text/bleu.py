@@ -18,7 +18,8 @@ from .. import _validate as V
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .external_tokenizers import external
-from .token_ids import as_sequences, as_token_references, is_token_input, is_token_sequence, joined
+from .token_ids import (as_sequences, as_token_references, bleu_rows_gpu, is_token_input, is_token_sequence, joined,
+                        like_input, on_gpu)
 from .tokenizers import EXTERNAL, combine_nrefs, nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
@@ -217,9 +218,9 @@ class BLEU(Metric):
                                        version=SACREBLEU_VERSION)
         self.reset()
 
-    def _stats(self, hypotheses, references, num_threads, pad_id=None):
+    def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None):
         if is_token_input(hypotheses):
-            return self._stats_ids(hypotheses, references, num_threads, pad_id)
+            return self._stats_ids(hypotheses, references, num_threads, pad_id, device)
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
         hyps = V.as_texts(hypotheses, "hypotheses")
@@ -244,20 +245,23 @@ class BLEU(Metric):
         rows = _text.bleu_stats(hyps, refs, self._tok, self._order, lowercase, V.check_threads(num_threads), prepared)
         return rows, nrefs_label(refs)
 
-    def _stats_ids(self, hypotheses, references, num_threads, pad_id):
-        """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words."""
+    def _stats_ids(self, hypotheses, references, num_threads, pad_id, device):
+        """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words;
+        the n-gram matching on the GPU for device input (or device="cuda"), up to order 16."""
+        gpu = on_gpu(hypotheses, device) and self._order <= 16
         hyp = as_sequences(hypotheses, "hypotheses", pad_id)
         tok, off, h, r, seg = joined(hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id))
-        rows = _text.bleu_stats_ids(tok, off, h, r, seg, self._order, V.check_threads(num_threads))
+        rows = bleu_rows_gpu(tok, off, h, r, seg, self._order) if gpu else \
+            _text.bleu_stats_ids(tok, off, h, r, seg, self._order, V.check_threads(num_threads))
         counts = np.diff(seg)
         same = counts.size == 0 or counts.min() == counts.max()
         return rows, (int(counts[0]) if counts.size else 1) if same else "var"
 
     def update(self, hypotheses: Sequence[str] | Any, references: Sequence[Sequence[str | None]] | PreparedReferences | Any,
-               *, num_threads: int | None = None, pad_id: int | None = None) -> "BLEU":
+               *, num_threads: int | None = None, pad_id: int | None = None, device: str | None = None) -> "BLEU":
         """Add segments: hypotheses and reference streams (or ``PreparedReferences``), or token IDs with
-        ``pad_id``, as ``corpus_bleu``."""
-        return self._fold(self._stats(hypotheses, references, num_threads, pad_id))
+        ``pad_id`` (``device="cuda"``, or IDs on a GPU: counted there), as ``corpus_bleu``."""
+        return self._fold(self._stats(hypotheses, references, num_threads, pad_id, device))
 
     def _all_rows(self) -> np.ndarray:
         return concat(self._rows, (0, 2 + 2 * self._order), np.int64)
@@ -398,7 +402,7 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     49.7609
     """
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
-    if is_token_sequence(hypothesis):
+    if is_token_sequence(hypothesis):  # token IDs
         return m.update([hypothesis], [references], num_threads=1, pad_id=pad_id).compute()
     return m.update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
 
@@ -430,6 +434,7 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
     ...                 [["The cat sat on the mat.", "The dog ran away."]]).round(4)
     array([100.    ,  27.5348])
     """
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads,
-                                            pad_id=pad_id).segment_scores()
+    scores = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
+                  spm_model=spm_model).update(hypotheses, references, num_threads=num_threads,
+                                              pad_id=pad_id).segment_scores()
+    return like_input(scores, hypotheses)  # on the device for device token IDs

@@ -2,9 +2,11 @@
 
 Cell (i, j) is the sentence-level score of ``hypotheses[i]`` against ``references[j]`` as the only
 reference: sacrebleu's ``sentence_score`` (BLEU, chrF, TER) or rouge-score's ``score`` (ROUGE), bit for
-bit. ``references=None`` scores the list against itself. BLEU and chrF tokenize each text and build
-its n-grams once, then count every pair in compiled code, in parallel over rows (``pairwise.hpp``);
-TER and ROUGE prepare each text once and run their per-pair kernels on every pair.
+bit. ``references=None`` scores the list against itself. BLEU, chrF and ROUGE-N/L tokenize each text
+and build its n-grams once, then count every pair in compiled code, in parallel over rows
+(``pairwise.hpp``: an inverted index of the columns' n-grams; ROUGE-L a bit-parallel LCS per pair); TER
+(and ROUGE-Lsum, ROUGE with a tokenizer object, ROUGE on token IDs) prepare each text once and run
+their per-pair kernels on every pair.
 """
 from __future__ import annotations
 
@@ -266,7 +268,11 @@ def pairwise_rouge(predictions: Sequence[str] | Any, references: Sequence[str] |
         preds, refs = _sides(predictions, references)
     else:  # the caller's tokenizer (or pre-tokenized lists): validated by ROUGE itself
         preds, refs = list(predictions), None if references is None else list(references)
-    cols = preds if refs is None else refs
+    kind = m._kinds[0]
+    if tokenizer is None and kind <= 10 and not is_token_input(predictions):  # texts tokenized once
+        out = _text.pairwise_rouge(preds, refs, kind, m.use_stemmer, V.check_threads(num_threads))
+        return Scores(out[0], out[1], out[2])
+    cols = preds if refs is None else refs  # per pair: ROUGE-Lsum, tokenizer objects, token IDs
     out = np.empty((3, len(preds), len(cols)))
     for a, b in _pair_blocks(len(preds), len(cols)):
         rows = m._stats([p for p in preds[a:b] for _ in cols], cols * (b - a), num_threads)[0]

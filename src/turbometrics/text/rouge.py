@@ -15,7 +15,8 @@ from .._arrays import to_host
 from .._ext import _text
 from .._metric import Metric, Plan, concat
 from . import sentences
-from .token_ids import as_sequences, as_token_references, is_token_input, joined
+from .token_ids import (as_sequences, as_token_references, is_token_input, joined, like_input, on_gpu,
+                        rouge_rows_gpu)
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 ROUGE_LSUM = 11  # the kernel's code for rougeLsum (1..9: ROUGE-N, 10: ROUGE-L)
@@ -72,12 +73,14 @@ class ROUGE(Metric):
         self.use_stemmer, self.tokenizer, self.split_summaries = bool(use_stemmer), tokenizer, bool(split_summaries)
         self.reset()
 
-    def _stats(self, predictions, references, num_threads, pad_id=None):
+    def _stats(self, predictions, references, num_threads, pad_id=None, device=None):
         threads = V.check_threads(num_threads)
         if self.tokenizer is None and is_token_input(predictions):  # (pretokenized input is lists of str)
             pred = as_sequences(predictions, "predictions", pad_id)
             tok, off, p, r, seg = joined(pred, as_token_references(references, len(pred[1]) - 1, "references",
                                                                      pad_id))
+            if on_gpu(predictions, device):  # the counts and LCS lengths on the GPU
+                return (rouge_rows_gpu(tok, off, p, r, seg, self._kinds),)
             out = _text.rouge_scores_ids(tok, off, p, r, seg, self._kinds, threads)
             return (out.reshape(len(p), 3 * len(self._kinds)),)
         if pad_id is not None:
@@ -133,9 +136,10 @@ class ROUGE(Metric):
         return whole, lines, offsets
 
     def update(self, predictions: Sequence[str] | Any, references: Sequence[str | Sequence[str]] | Any, *,
-               num_threads: int | None = None, pad_id: int | None = None) -> "ROUGE":
-        """Add pairs: predictions and their reference(s), or token IDs with ``pad_id``, as ``rouge``."""
-        return self._fold(self._stats(predictions, references, num_threads, pad_id))
+               num_threads: int | None = None, pad_id: int | None = None, device: str | None = None) -> "ROUGE":
+        """Add pairs: predictions and their reference(s), or token IDs with ``pad_id`` (``device="cuda"``,
+        or IDs on a GPU: counted there), as ``rouge``."""
+        return self._fold(self._stats(predictions, references, num_threads, pad_id, device))
 
     def _all_rows(self) -> np.ndarray:
         return concat(self._rows, (0, 3 * len(self.rouge_types)))
@@ -234,8 +238,11 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     ...
     ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of 274877906944 token pairs; split the texts
     """
-    return ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(
+    out = ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(
         predictions, references, num_threads=num_threads, pad_id=pad_id).compute()
+    if is_token_input(predictions):  # device token IDs: the scores on the device
+        out = {t: Scores(*(like_input(a, predictions) for a in sc)) for t, sc in out.items()}
+    return out
 
 
 def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,

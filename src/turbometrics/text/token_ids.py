@@ -143,3 +143,80 @@ def joined(hyp: tuple[np.ndarray, np.ndarray], refs: tuple[np.ndarray, np.ndarra
     tok = np.concatenate([h_tok, r_tok])
     off = np.concatenate([h_off, r_off[1:] + h_off[-1]])
     return tok, off, np.arange(n, dtype=np.int64), n + np.arange(len(r_off) - 1, dtype=np.int64), seg
+
+
+def on_gpu(x: Any, device: str | None) -> bool:
+    """Whether token IDs go to the GPU kernels: ``device`` if given, else whether they live on a GPU."""
+    from .._gpu import use_gpu
+
+    return use_gpu(device, x if not isinstance(x, (list, tuple)) else None)
+
+
+def like_input(result: np.ndarray, x: Any) -> Any:
+    """A per-segment result in the input's kind: a tensor on its device for torch, a device array for
+    Numba/CuPy device input, else the ndarray."""
+    if is_torch(x):
+        import torch
+
+        return torch.as_tensor(result, device=x.device)
+    if is_device_array(x):
+        from numba import cuda
+
+        d = cuda.to_device(result)
+        if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
+            import cupy
+
+            return cupy.asarray(d)
+        return d
+    return result
+
+
+def bleu_rows_gpu(tok, off, hyp, ref_seq, seg, order: int) -> np.ndarray:
+    """BLEU statistics rows [hyp_len, ref_len, correct_1..N, total_1..N], the counts made on the GPU."""
+    from .. import _gpu
+
+    lens = np.diff(off)
+    h_len, r_len = lens[hyp], lens[ref_seq]
+    rows = np.zeros((len(hyp), 2 + 2 * order), np.int64)
+    rows[:, 0] = h_len
+    if len(hyp):  # the closest reference length, the shorter on a tie
+        key = np.abs(r_len - np.repeat(h_len, np.diff(seg))) * (1 << 32) + r_len
+        rows[:, 1] = np.minimum.reduceat(key, seg[:-1]) % (1 << 32)
+    rows[:, 2:2 + order] = _gpu.ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref=False)
+    rows[:, 2 + order:] = np.maximum(0, h_len[:, None] - np.arange(order)[None, :])
+    return rows
+
+
+def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray:
+    """(n, len(kinds) * 3) ROUGE (P, R, F) of token-ID pairs: n-gram overlaps and LCS lengths on the GPU,
+    then rouge.hpp's arithmetic (the best reference by F, the first on ties)."""
+    from .. import _gpu
+
+    lens = np.diff(off)
+    p_len, r_len = np.repeat(lens[pred], np.diff(seg)), lens[ref_seq]
+    max_n = max([k for k in kinds if k < 10], default=0)
+    overlap = _gpu.ngram_matches(tok, off, pred, ref_seq, seg, max_n, per_ref=True) if max_n else None
+    lcs = None
+    if any(k >= 10 for k in kinds):
+        p_seq = np.repeat(pred, np.diff(seg))
+        a_off = np.concatenate([[0], np.cumsum(r_len)]).astype(np.int64)
+        b_off = np.concatenate([[0], np.cumsum(p_len)]).astype(np.int64)
+        a = np.concatenate([tok[off[r]:off[r + 1]] for r in ref_seq]) if len(ref_seq) else np.zeros(0, np.int64)
+        b = np.concatenate([tok[off[q]:off[q + 1]] for q in p_seq]) if len(p_seq) else np.zeros(0, np.int64)
+        lcs = _gpu.lcs(a, a_off, b, b_off)
+    out = np.zeros((len(pred), len(kinds), 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for q, k in enumerate(kinds):
+            if k < 10:
+                pc, tc = np.maximum(0, p_len - k + 1), np.maximum(0, r_len - k + 1)
+                hits = np.where((pc > 0) & (tc > 0), overlap[:, k - 1], 0)
+                den_p, den_r = np.maximum(pc, 1), np.maximum(tc, 1)
+            else:  # ROUGE-L; ROUGE-Lsum of one sentence each is the same
+                live = (p_len > 0) & (r_len > 0)
+                hits, den_p, den_r = np.where(live, lcs, 0), np.maximum(p_len, 1), np.maximum(r_len, 1)
+            p, r = hits / den_p, hits / den_r
+            f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+            for i in range(len(pred)):  # the first reference with the highest F
+                j = seg[i] + int(np.argmax(f[seg[i]:seg[i + 1]]))
+                out[i, q] = p[j], r[j], f[j]
+    return out.reshape(len(pred), 3 * len(kinds))
