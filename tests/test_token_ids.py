@@ -50,6 +50,8 @@ def _batch(rng: np.random.Generator):
             r_arr[i, k, :len(x)] = x
     if r == 1 and rng.random() < 0.5:
         r_arr = r_arr[:, 0]
+    # in an array, an all-padding reference row is absent (one empty reference if all of a segment's are)
+    refs = [[x for x in rs if x] or [[]] for rs in refs] if r > 1 else refs
     if rng.random() < 0.3:
         return hyps, refs, torch.from_numpy(h_arr), torch.from_numpy(r_arr), pad
     return hyps, refs, h_arr.astype(rng.choice([np.int32, np.int64])), r_arr, pad
@@ -149,3 +151,15 @@ def test_the_benchmarks_torch_baseline_computes_the_same_bleu(packed):
     ref[3] = 39 - cand[3] % 40 + 100  # no match at all: score 0
     got = tensorbleu_torch(torch.from_numpy(cand), torch.from_numpy(ref), packed=packed).numpy()
     np.testing.assert_allclose(got, tm.segment_bleu(cand, ref, effective_order=False), rtol=1e-13, atol=0)
+
+
+def test_padded_reference_rows_are_absent():
+    hyp = np.array([[1, 2, 3, 0, 0, 0, 0]])
+    refs = np.array([[[1, 2, 3, 4, 5, 6, 7], [0] * 7]])
+    want = sacrebleu.sentence_bleu("1 2 3", ["1 2 3 4 5 6 7"], tokenize="none").score
+    assert tm.segment_bleu(hyp, refs, pad_id=0).tolist() == [want]
+    all_pad = np.zeros((1, 2, 7), np.int64)  # every row padding: one empty reference
+    assert tm.segment_bleu(hyp, all_pad, pad_id=0).tolist() == \
+        [sacrebleu.sentence_bleu("1 2 3", [""], tokenize="none").score]
+    got = tm.rouge(hyp, refs, ["rouge1"], pad_id=0)["rouge1"].fmeasure
+    assert got.tolist() == [rouge_scorer.RougeScorer(["rouge1"]).score("1 2 3 4 5 6 7", "1 2 3")["rouge1"].fmeasure]

@@ -404,6 +404,8 @@ def ngram_matches(tok: np.ndarray, off: np.ndarray, hyp: np.ndarray, ref_seq: np
     arrays from ``text.token_ids.joined`` in, int64 (segments, order) back, or (references, order) with
     ``per_ref``. Only counts cross back; the scores are made on the host by the CPU path's formulas."""
     cuda, K = _cuda()
+    if not 1 <= order <= K.MAX_GPU_ORDER:  # the kernel counts orders in fixed per-thread arrays
+        raise ValueError(f"the GPU n-gram kernel counts orders 1..{K.MAX_GPU_ORDER}, got {order}")
     out = cuda.to_device(np.zeros((len(ref_seq) if per_ref else len(hyp), order), np.int64))
     if len(hyp) and len(tok):
         dev = [cuda.to_device(np.ascontiguousarray(a, np.int64)) for a in (tok, off, hyp, ref_seq, seg)]

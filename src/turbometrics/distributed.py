@@ -138,7 +138,9 @@ def _pack(metrics: tuple) -> bytes:
     """This rank's message: each metric's description and packed state, or the error packing met."""
     try:
         body = []
-        for m in metrics:
+        for i, m in enumerate(metrics):
+            if not (hasattr(m, "_state") and hasattr(m, "_replace_state")):
+                raise TypeError(f"metrics[{i}]: expected a tm.metrics object, got {type(m).__name__}")
             state = m.__getstate__()  # a snapshot taken under the metrics' lock
             body.append((_describe(m), {name: _pack_field(state[name]) for name in m._state}))
         return pickle.dumps(("ok", body), protocol=pickle.HIGHEST_PROTOCOL)
@@ -185,16 +187,14 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
     ------
     RuntimeError
         If ``torch.distributed`` has no initialised process group, or a rank could not pack its state
-        (raised on every rank).
+        (a non-metric argument included: raised on every rank).
+    TypeError
+        If no rank passed a metric (on every rank).
     ValueError
         If the ranks' metrics differ in class or options (raised on every rank, with the same message).
     """
-    if not metrics:
-        raise TypeError("sync needs at least one metric object")
-    for i, m in enumerate(metrics):
-        if not (hasattr(m, "_state") and hasattr(m, "_replace_state")):
-            raise TypeError(f"metrics[{i}]: expected a tm.metrics object, got {type(m).__name__}")
-    dist = _torch_distributed()
+    dist = _torch_distributed()  # (the same on every rank) the other checks travel in the message, so that
+    # a rank that alone passes nothing, or no metric, makes every rank raise instead of leaving them waiting
     group = dist.group.WORLD if process_group is None else process_group
     t0 = time.perf_counter()
     data = _pack(metrics)
@@ -203,6 +203,8 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
     for rank, (status, body) in enumerate(messages):
         if status == "error":
             raise RuntimeError(f"sync: rank {rank} could not pack its metric state ({body})")
+    if all(not body for _, body in messages):
+        raise TypeError("sync needs at least one metric object (on every rank)")
     mine = [d for d, _ in messages[0][1]]
     for rank, (_, body) in enumerate(messages):
         theirs = [d for d, _ in body]

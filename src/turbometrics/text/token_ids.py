@@ -102,7 +102,8 @@ def as_sequences(x: Any, name: str, pad_id: Any = None) -> tuple[np.ndarray, np.
 def as_token_references(x: Any, n: int, name: str = "references",
                         pad_id: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """References per segment: (tokens, offsets per reference, seg (n + 1): segment i's references are
-    references seg[i]..seg[i + 1])."""
+    references seg[i]..seg[i + 1]). In a (B, R, L) array a reference row that is all ``pad_id`` is absent
+    (segments may have fewer references), unless all of a segment's rows are: then one empty reference."""
     pad_id = _check_pad(pad_id)
     if isinstance(x, (list, tuple)):
         if len(x) != n:
@@ -125,8 +126,14 @@ def as_token_references(x: Any, n: int, name: str = "references",
         if a.ndim == 3 and a.shape[1] == 0:
             raise ValueError(f"{name} holds no reference (R = 0)")
         r = 1 if a.ndim == 2 else a.shape[1]
-        tok, off = _rows(a.reshape(n * r, a.shape[-1]), name, pad_id)
-        counts = np.full(n, r, np.int64)
+        flat = a.reshape(n * r, a.shape[-1])
+        keep = np.ones(n * r, bool)
+        if pad_id is not None and r > 1:  # a reference row all padding is absent (sacrebleu's None), unless
+            empty = (flat == pad_id).all(axis=1).reshape(n, r)  # all of the segment's are: one empty reference
+            empty[empty.all(axis=1), 0] = False
+            keep = ~empty.reshape(-1)
+        tok, off = _rows(flat[keep], name, pad_id)
+        counts = keep.reshape(n, r).sum(axis=1).astype(np.int64)
     seg = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=seg[1:])
     return tok, off, seg
@@ -198,6 +205,10 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
     overlap = _gpu.ngram_matches(tok, off, pred, ref_seq, seg, max_n, per_ref=True) if max_n else None
     lcs = None
     if any(k >= 10 for k in kinds):
+        worst = int(np.argmax(p_len * r_len)) if len(r_len) else 0
+        if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0 ** 38:  # the CPU path's limit
+            raise ValueError(f"ROUGE-L of {int(r_len[worst])} x {int(p_len[worst])} tokens is over the limit of "
+                             f"{2 ** 38} token pairs; split the texts")
         p_seq = np.repeat(pred, np.diff(seg))
         a_off = np.concatenate([[0], np.cumsum(r_len)]).astype(np.int64)
         b_off = np.concatenate([[0], np.cumsum(p_len)]).astype(np.int64)
