@@ -71,9 +71,11 @@ def test_random_batches_equal_sacrebleu_and_rouge_score():
         opts = dict(smooth_method=method, smooth_value=value, max_ngram_order=int(rng.integers(1, 6)),
                     effective_order=bool(rng.random() < 0.5))
         got = tm.corpus_bleu(h_in, r_in, pad_id=pad, **opts)
-        want = sacrebleu.BLEU(tokenize="none", **opts).corpus_score([_words(h) for h in hyps], _streams(refs))
+        bleu = sacrebleu.BLEU(tokenize="none", **opts)
+        want = bleu.corpus_score([_words(h) for h in hyps], _streams(refs))
         assert (got.score, got.counts, got.totals, got.sys_len, got.ref_len) == \
             (want.score, want.counts, want.totals, want.sys_len, want.ref_len), (it, opts)
+        assert got.signature == str(bleu.get_signature()).replace(sacrebleu.__version__, "2.6.0"), it
         seg = tm.segment_bleu(h_in, r_in, pad_id=pad, **opts)
         o = sacrebleu.BLEU(tokenize="none", **opts)
         assert seg.tolist() == [o.sentence_score(_words(h), [_words(x) for x in r]).score
@@ -163,3 +165,42 @@ def test_padded_reference_rows_are_absent():
         [sacrebleu.sentence_bleu("1 2 3", [""], tokenize="none").score]
     got = tm.rouge(hyp, refs, ["rouge1"], pad_id=0)["rouge1"].fmeasure
     assert got.tolist() == [rouge_scorer.RougeScorer(["rouge1"]).score("1 2 3 4 5 6 7", "1 2 3")["rouge1"].fmeasure]
+
+
+def test_signature_and_nrefs_of_token_ids():
+    acc = tm.metrics.BLEU()
+    acc.update(np.zeros((0, 5), np.int64), np.zeros((0, 2, 5), np.int64), pad_id=0)  # says nothing of nrefs
+    acc.update([[1, 2, 3]], [[[1, 2], [2, 3]]])
+    assert acc.signature() == "nrefs:2|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0"
+    with pytest.raises(ValueError, match="another corpus"):  # text statistics would not be one corpus
+        acc.update(["a b"], [["a b"]])
+    with pytest.raises(TypeError, match="tokens already"):
+        tm.pairwise_rouge([[1, 2, 3]], None, "rougeL", tokenizer=str.split)
+    with pytest.raises(TypeError, match="tokens already"):
+        tm.rouge(np.ones((1, 3), np.int64), np.ones((1, 3), np.int64), tokenizer=str.split)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_tensors_compacted_in_place_equal_the_host_path(dtype):
+    """The GPU path compacts CUDA tensors with torch operations on their device; the same code on CPU
+    tensors must give the host path's tokens and offsets."""
+    from turbometrics.text.token_ids import as_sequences, as_token_references
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        b, r, width, pad = int(rng.integers(0, 6)), int(rng.integers(1, 4)), int(rng.integers(0, 9)), 0
+        hyp = torch.from_numpy(rng.integers(0, 4, (b, width))).to(dtype)  # 0 (pad) frequent: all-pad rows
+        ref = torch.from_numpy(rng.integers(0, 3, (b, r, width))).to(dtype)
+        for p in (pad, None):
+            got, want = as_sequences(hyp, "h", p, on_device=True), as_sequences(hyp, "h", p)
+            assert torch.is_tensor(got[0]) and got[0].tolist() == want[0].tolist()
+            assert got[1].tolist() == want[1].tolist()
+            got, want = as_token_references(ref, b, "r", p, on_device=True), as_token_references(ref, b, "r", p)
+            assert got[0].tolist() == want[0].tolist()
+            assert [g.tolist() for g in got[1:]] == [w.tolist() for w in want[1:]]
+    with pytest.raises(TypeError, match="integers"):
+        as_sequences(torch.zeros((2, 3)), "h", 0, on_device=True)
+    with pytest.raises(TypeError, match="integers"):
+        as_sequences(torch.zeros((2, 3), dtype=torch.bool), "h", 0, on_device=True)
+    with pytest.raises(ValueError, match=">= 0"):
+        as_sequences(torch.tensor([[3, -4, 0]]), "h", 0, on_device=True)

@@ -134,10 +134,28 @@ def _stream(ptr: int) -> Any:
 
 def _to_host(d: Any, rows: Rows) -> np.ndarray:
     """A device array copied to the host after the kernels queued on the rows' stream."""
-    out = d.copy_to_host(stream=rows.stream)
-    if not isinstance(rows.stream, int):  # an async copy on the caller's stream: wait for it
-        rows.stream.synchronize()
+    return _back(d, rows.stream)
+
+
+def _back(d: Any, stream: Any) -> np.ndarray:
+    """A device array copied to the host after the work queued on ``stream``."""
+    out = d.copy_to_host(stream=stream)
+    if not isinstance(stream, int):  # an async copy on the caller's stream: wait for it
+        stream.synchronize()
     return out
+
+
+def _tokens(tok: Any) -> tuple:
+    """Token IDs on the device and the stream to queue on: a CUDA tensor in place, on torch's current
+    stream (after the work that made it); host arrays (and CPU tensors, the simulator's) uploaded."""
+    cuda = _cuda()[0]
+    if is_torch(tok):
+        if tok.device.type == "cuda":
+            import torch
+
+            return cuda.as_cuda_array(tok.contiguous()), _stream(torch.cuda.current_stream(tok.device).cuda_stream)
+        tok = tok.numpy()
+    return cuda.to_device(np.ascontiguousarray(tok)), 0
 
 
 def _empty(rows: Rows, shape: tuple, dtype: Any):
@@ -354,19 +372,27 @@ def topk(x: Any, k: Any, largest: bool):
     return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
 
 
-def lcs(a: np.ndarray, a_off: np.ndarray, b: np.ndarray, b_off: np.ndarray) -> np.ndarray:
-    """LCS length per pair on the GPU (validated host arrays in; int64 lengths back on the host)."""
+def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndarray,
+        b_end: np.ndarray) -> np.ndarray:
+    """LCS length of each pair (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]) on the GPU: validated
+    tokens (host arrays or CUDA tensors; ``b`` may be ``a``), host spans in; int64 lengths back on the host."""
     cuda, K = _cuda()
-    n = len(a_off) - 1
+    n = len(a_start)
     if n == 0:
         return np.zeros(0, np.int64)
-    row_off = np.concatenate([[0], np.cumsum(np.diff(b_off) + 1)]).astype(np.int64)
-    rows = cuda.device_array(int(row_off[-1]), np.int32)
-    out = cuda.device_array(n, np.int64)
+    da, stream = _tokens(a)
+    db = da if b is a else _tokens(b)[0]
+    row_off = np.concatenate([[0], np.cumsum(np.asarray(b_end) - b_start + 1)]).astype(np.int64)
+
+    def up(x):
+        return cuda.to_device(np.ascontiguousarray(x, np.int64), stream=stream)
+
+    rows = cuda.device_array(int(row_off[-1]), np.int32, stream=stream)
+    out = cuda.device_array(n, np.int64, stream=stream)
     threads = min(K.TPB, 128)
-    K.lcs_pairs[(n + threads - 1) // threads, threads](cuda.to_device(a), cuda.to_device(a_off), cuda.to_device(b),
-                                                       cuda.to_device(b_off), cuda.to_device(row_off), rows, out)
-    return out.copy_to_host()
+    K.lcs_pairs[(n + threads - 1) // threads, threads, stream](da, up(a_start), up(a_end), db, up(b_start),
+                                                               up(b_end), up(row_off), rows, out)
+    return _back(out, stream)
 
 
 class HeadFold:
@@ -398,16 +424,20 @@ class HeadFold:
         return tuple(_to_host(a, self.rows) for a in self.state)
 
 
-def ngram_matches(tok: np.ndarray, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray,
+def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray,
                   order: int, per_ref: bool) -> np.ndarray:
-    """Clipped n-gram matches of token-ID segments on the GPU (``_kernels.cuda.ngram_matches``): host
-    arrays from ``text.token_ids.joined`` in, int64 (segments, order) back, or (references, order) with
-    ``per_ref``. Only counts cross back; the scores are made on the host by the CPU path's formulas."""
+    """Clipped n-gram matches of token-ID segments on the GPU (``_kernels.cuda.ngram_matches``): int64
+    tokens (a host array, or a CUDA tensor used in place) and host indices from ``text.token_ids.joined``
+    in, int64 (segments, order) back, or (references, order) with ``per_ref``. Only counts cross back;
+    the scores are made on the host by the CPU path's formulas."""
     cuda, K = _cuda()
     if not 1 <= order <= K.MAX_GPU_ORDER:  # the kernel counts orders in fixed per-thread arrays
         raise ValueError(f"the GPU n-gram kernel counts orders 1..{K.MAX_GPU_ORDER}, got {order}")
-    out = cuda.to_device(np.zeros((len(ref_seq) if per_ref else len(hyp), order), np.int64))
-    if len(hyp) and len(tok):
-        dev = [cuda.to_device(np.ascontiguousarray(a, np.int64)) for a in (tok, off, hyp, ref_seq, seg)]
-        K.ngram_matches[len(hyp), min(K.TPB, 128)](*dev, order, per_ref, out)
-    return out.copy_to_host()
+    shape = (len(ref_seq) if per_ref else len(hyp), order)
+    if not (len(hyp) and len(tok)):
+        return np.zeros(shape, np.int64)
+    d_tok, stream = _tokens(tok)
+    out = cuda.to_device(np.zeros(shape, np.int64), stream=stream)
+    small = [cuda.to_device(np.ascontiguousarray(a, np.int64), stream=stream) for a in (off, hyp, ref_seq, seg)]
+    K.ngram_matches[len(hyp), min(K.TPB, 128), stream](d_tok, *small, order, per_ref, out)
+    return _back(out, stream)

@@ -290,3 +290,21 @@ def test_token_id_rouge_equals_the_cpu(rng):
     for t in types:
         for a, b in zip(got[t], want[t]):
             assert a.copy_to_host().tolist() == b.tolist(), t
+
+
+def test_token_ids_as_tensors_go_through_the_device_compaction(rng):
+    """torch tensors are compacted by torch operations (on a real GPU on their device); the simulator runs
+    the same code on CPU tensors with device="cuda"."""
+    torch = pytest.importorskip("torch")
+    hyp, ref = _token_batch(rng)
+    on = torch.from_numpy(hyp).cuda() if torch.cuda.is_available() else torch.from_numpy(hyp)
+    r_on = torch.from_numpy(ref).to(on.device)
+    got = tm.metrics.BLEU().update(on, r_on, pad_id=-1, device="cuda").segment_scores()
+    assert got.tolist() == tm.metrics.BLEU().update(hyp, ref, pad_id=-1).segment_scores().tolist()
+    types = ["rouge1", "rougeL"]
+    got = tm.metrics.ROUGE(types).update(on, r_on, pad_id=-1, device="cuda").compute()
+    want = tm.rouge(hyp, ref, types, pad_id=-1)
+    for t in types:
+        assert np.array(got[t]).tolist() == np.array(want[t]).tolist(), t
+    if torch.cuda.is_available():  # the functions hand results back on the tensors' device
+        assert tm.segment_bleu(on, r_on, pad_id=-1).device == on.device

@@ -639,17 +639,19 @@ def kernels(widen: int, group: int = TPB) -> dict:
 
 
 @cuda.jit
-def lcs_pairs(a, a_off, b, b_off, row_off, rows, out):
-    """LCS length of pair p = (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), one thread per pair.
+def lcs_pairs(a, a_start, a_end, b, b_start, b_end, row_off, rows, out):
+    """LCS length of pair p = (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]), one thread per pair.
 
     The classic DP over one row of len(b) + 1 cells in global scratch (rows,
-    pair p's row at row_off[p]); summaries are short, pairs are many.
+    pair p's row at row_off[p]); summaries are short, pairs are many. Pairs
+    address their spans (not consecutive offsets) so that one token array
+    serves every pairing of its sequences without a gather.
     """
     p = cuda.grid(1)
     if p >= out.shape[0]:
         return
-    a0, a1, b0, b1, o = a_off[p], a_off[p + 1], b_off[p], b_off[p + 1], row_off[p]
-    nb = b1 - b0
+    a0, a1, b0, o = a_start[p], a_end[p], b_start[p], row_off[p]
+    nb = b_end[p] - b0
     for j in range(nb + 1):
         rows[o + j] = 0
     for i in range(a0, a1):

@@ -194,7 +194,7 @@ class BLEU(Metric):
     BLEU = 72.80 90.9/77.8/71.4/80.0 (BP = 0.913 ratio = 0.917 hyp_len = 11 ref_len = 12)
     """
 
-    _state = {"_rows": list, "_nrefs": list}
+    _state = {"_rows": list, "_nrefs": list, "_ids": list}  # _ids: per update, whether it was token IDs
     modes = ("default", "sacrebleu")
 
     def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
@@ -212,15 +212,19 @@ class BLEU(Metric):
         self.smooth_value, self.max_ngram_order = smooth_value, max_ngram_order
         self.effective_order, self.spm_model = bool(effective_order), spm_model
         smooth = smooth_method + (f"[{self._value:.2f}]" if default is not None else "")
-        self._signature = Signature.of(case="lc" if self.lowercase else "mixed",  # all but nrefs (from the data)
-                                       eff="yes" if self.effective_order else "no",
-                                       tok=ext.signature if ext else tokenize, smooth=smooth,
-                                       version=SACREBLEU_VERSION)
+        self._signature, self._ids_signature = (  # all but nrefs (from the data); token IDs are tokens already
+            Signature.of(case="lc" if self.lowercase else "mixed", eff="yes" if self.effective_order else "no",
+                         tok=tok, smooth=smooth, version=SACREBLEU_VERSION)
+            for tok in (ext.signature if ext else tokenize, "none"))
         self.reset()
 
     def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None):
-        if is_token_input(hypotheses):
-            return self._stats_ids(hypotheses, references, num_threads, pad_id, device)
+        ids = is_token_input(hypotheses)
+        if self._ids and self._ids[-1] != ids:
+            raise ValueError(f"this BLEU holds statistics of {'token IDs' if self._ids[-1] else 'text'}; "
+                             f"{'token IDs' if ids else 'text'} make another corpus (reset() or a new BLEU)")
+        if ids:
+            return (*self._stats_ids(hypotheses, references, num_threads, pad_id, device), True)
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
         hyps = V.as_texts(hypotheses, "hypotheses")
@@ -243,19 +247,21 @@ class BLEU(Metric):
                 refs = [_pretokenize(s, ext, lowercase) for s in refs]
             lowercase = False
         rows = _text.bleu_stats(hyps, refs, self._tok, self._order, lowercase, V.check_threads(num_threads), prepared)
-        return rows, nrefs_label(refs)
+        return rows, nrefs_label(refs), False
 
     def _stats_ids(self, hypotheses, references, num_threads, pad_id, device):
         """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words;
         the n-gram matching on the GPU for device input (or device="cuda"), up to order 16."""
         gpu = on_gpu(hypotheses, device) and self._order <= 16
-        hyp = as_sequences(hypotheses, "hypotheses", pad_id)
-        tok, off, h, r, seg = joined(hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id))
+        hyp = as_sequences(hypotheses, "hypotheses", pad_id, on_device=gpu)
+        tok, off, h, r, seg = joined(hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id,
+                                                              on_device=gpu))
         rows = bleu_rows_gpu(tok, off, h, r, seg, self._order) if gpu else \
             _text.bleu_stats_ids(tok, off, h, r, seg, self._order, V.check_threads(num_threads))
         counts = np.diff(seg)
-        same = counts.size == 0 or counts.min() == counts.max()
-        return rows, (int(counts[0]) if counts.size else 1) if same else "var"
+        if not counts.size:  # an empty batch says nothing of the references (it does not make nrefs "var")
+            return rows, None
+        return rows, int(counts[0]) if counts.min() == counts.max() else "var"
 
     def update(self, hypotheses: Sequence[str] | Any, references: Sequence[Sequence[str | None]] | PreparedReferences | Any,
                *, num_threads: int | None = None, pad_id: int | None = None, device: str | None = None) -> "BLEU":
@@ -280,7 +286,8 @@ class BLEU(Metric):
 
     def signature(self) -> Signature:
         """sacrebleu's signature of this metric over the segments seen so far."""
-        return Signature(f"nrefs:{combine_nrefs(self._nrefs)}|{self._signature}")
+        sig = self._ids_signature if self._ids and self._ids[-1] else self._signature
+        return Signature(f"nrefs:{combine_nrefs(self._nrefs)}|{sig}")
 
     def compute(self) -> BLEUScore:
         """The corpus score of every segment seen, with sacrebleu's statistics and signature."""

@@ -76,13 +76,17 @@ class ROUGE(Metric):
     def _stats(self, predictions, references, num_threads, pad_id=None, device=None):
         threads = V.check_threads(num_threads)
         if self.tokenizer is None and is_token_input(predictions):  # (pretokenized input is lists of str)
-            pred = as_sequences(predictions, "predictions", pad_id)
+            gpu = on_gpu(predictions, device)
+            pred = as_sequences(predictions, "predictions", pad_id, on_device=gpu)
             tok, off, p, r, seg = joined(pred, as_token_references(references, len(pred[1]) - 1, "references",
-                                                                     pad_id))
-            if on_gpu(predictions, device):  # the counts and LCS lengths on the GPU
+                                                                     pad_id, on_device=gpu))
+            if gpu:  # the counts and LCS lengths on the GPU
                 return (rouge_rows_gpu(tok, off, p, r, seg, self._kinds),)
             out = _text.rouge_scores_ids(tok, off, p, r, seg, self._kinds, threads)
             return (out.reshape(len(p), 3 * len(self._kinds)),)
+        if is_token_input(predictions) and not (isinstance(predictions, (list, tuple))
+                                                and not any(len(p) for p in predictions)):  # [[]]: pretokenized
+            raise TypeError("the predictions are token IDs, which are tokens already: leave tokenizer=None")
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the predictions are text")
         lsum, other = ROUGE_LSUM in self._kinds, any(k != ROUGE_LSUM for k in self._kinds)
@@ -303,5 +307,6 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
     dense = inverse.astype(np.int32)
     fa, fb = np.ascontiguousarray(dense[:len(flat[0])]), np.ascontiguousarray(dense[len(flat[0]):])
     if _gpu.use_gpu(device):
-        return _gpu.lcs(fa, offsets[0], fb, offsets[1])
+        (a0, a1), (b0, b1) = ((o[:-1], o[1:]) for o in offsets)
+        return _gpu.lcs(fa, a0, a1, fb, b0, b1)
     return _text.lcs_batch(fa, offsets[0], fb, offsets[1], max(len(ids), 1), V.check_threads(num_threads))

@@ -69,17 +69,31 @@ def _pack(seqs: list[np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
     return tok, off
 
 
-def _check_values(tok: np.ndarray, name: str) -> None:
-    if tok.size and tok.min() < 0:
+def _check_values(tok: Any, name: str) -> None:
+    if len(tok) and int(tok.min()) < 0:
         raise ValueError(f"{name}: token IDs must be >= 0 (after removing pad_id), found {int(tok.min())}")
 
 
-def _rows(a: np.ndarray, name: str, pad_id: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """A (B, L) array's rows without the pad positions: (tokens, offsets)."""
-    keep = np.ones(a.shape, bool) if pad_id is None else a != pad_id
+def _host(x: Any) -> np.ndarray:
+    return x.cpu().numpy() if is_torch(x) else np.asarray(x)
+
+
+def _rows(a: Any, name: str, pad_id: int | None) -> tuple[Any, np.ndarray]:
+    """A (B, L) array's rows without the pad positions: (int64 tokens, host offsets). A torch tensor
+    stays on its device (the same operations as for an ndarray)."""
+    if pad_id is None:
+        tok, lens = a.reshape(-1), np.full(a.shape[0], a.shape[1], np.int64)
+    else:
+        keep = a != pad_id
+        tok, lens = a[keep], _host(keep.sum(1))
     off = np.zeros(a.shape[0] + 1, np.int64)
-    np.cumsum(keep.sum(axis=1), out=off[1:])
-    tok = a[keep].astype(np.int64, copy=False)
+    np.cumsum(lens, out=off[1:])
+    if is_torch(tok):
+        import torch
+
+        tok = tok.to(torch.int64)
+    else:
+        tok = tok.astype(np.int64, copy=False)
     _check_values(tok, name)
     return tok, off
 
@@ -88,22 +102,34 @@ def _check_pad(pad_id: Any) -> int | None:
     return None if pad_id is None else V.check_int(pad_id, "pad_id")
 
 
-def as_sequences(x: Any, name: str, pad_id: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Token-ID sequences as (int64 tokens, int64 offsets (B + 1))."""
+def _int_array(x: Any, name: str, on_device: bool) -> Any:
+    """An integer ndarray, or with ``on_device`` a torch tensor left where it is (the GPU path compacts
+    CUDA tensors on their device instead of copying them to the host and back)."""
+    if not (on_device and is_torch(x)):
+        return V.as_int_array(to_host(x), name)
+    if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
+        raise TypeError(f"{name} must hold integers, got dtype {x.dtype}")
+    return x.detach()
+
+
+def as_sequences(x: Any, name: str, pad_id: Any = None, on_device: bool = False) -> tuple[Any, np.ndarray]:
+    """Token-ID sequences as (int64 tokens, int64 host offsets (B + 1)); with ``on_device`` the tokens of
+    a (B, L) torch tensor stay a tensor on its device."""
     pad_id = _check_pad(pad_id)
     if isinstance(x, (list, tuple)):
         return _pack([_one(to_host(s), f"{name}[{i}]", pad_id) for i, s in enumerate(x)], name)
-    a = V.as_int_array(to_host(x), name)
+    a = _int_array(x, name, on_device)
     if a.ndim != 2:
-        raise ValueError(f"{name} must be (B, L) token IDs or a list of sequences, got shape {a.shape}")
+        raise ValueError(f"{name} must be (B, L) token IDs or a list of sequences, got shape {tuple(a.shape)}")
     return _rows(a, name, pad_id)
 
 
-def as_token_references(x: Any, n: int, name: str = "references",
-                        pad_id: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def as_token_references(x: Any, n: int, name: str = "references", pad_id: Any = None,
+                        on_device: bool = False) -> tuple[Any, np.ndarray, np.ndarray]:
     """References per segment: (tokens, offsets per reference, seg (n + 1): segment i's references are
     references seg[i]..seg[i + 1]). In a (B, R, L) array a reference row that is all ``pad_id`` is absent
-    (segments may have fewer references), unless all of a segment's rows are: then one empty reference."""
+    (segments may have fewer references), unless all of a segment's rows are: then one empty reference.
+    ``on_device`` as in ``as_sequences``."""
     pad_id = _check_pad(pad_id)
     if isinstance(x, (list, tuple)):
         if len(x) != n:
@@ -120,34 +146,38 @@ def as_token_references(x: Any, n: int, name: str = "references",
             counts[i] = len(group)
         tok, off = _pack(seqs, name)
     else:
-        a = V.as_int_array(to_host(x), name)
+        a = _int_array(x, name, on_device)
         if a.ndim not in (2, 3) or a.shape[0] != n:
-            raise ValueError(f"{name} must be ({n}, L) or ({n}, R, L) token IDs, got shape {a.shape}")
+            raise ValueError(f"{name} must be ({n}, L) or ({n}, R, L) token IDs, got shape {tuple(a.shape)}")
         if a.ndim == 3 and a.shape[1] == 0:
             raise ValueError(f"{name} holds no reference (R = 0)")
         r = 1 if a.ndim == 2 else a.shape[1]
-        flat = a.reshape(n * r, a.shape[-1])
-        keep = np.ones(n * r, bool)
+        flat, counts = a.reshape(n * r, a.shape[-1]), np.full(n, r, np.int64)
         if pad_id is not None and r > 1:  # a reference row all padding is absent (sacrebleu's None), unless
-            empty = (flat == pad_id).all(axis=1).reshape(n, r)  # all of the segment's are: one empty reference
-            empty[empty.all(axis=1), 0] = False
-            keep = ~empty.reshape(-1)
-        tok, off = _rows(flat[keep], name, pad_id)
-        counts = keep.reshape(n, r).sum(axis=1).astype(np.int64)
+            empty = (flat == pad_id).all(1).reshape(n, r)  # all of the segment's are: one empty reference
+            empty[empty.all(1), 0] = False
+            flat, counts = flat[~empty.reshape(-1)], _host((~empty).sum(1)).astype(np.int64)
+        tok, off = _rows(flat, name, pad_id)
     seg = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=seg[1:])
     return tok, off, seg
 
 
-def joined(hyp: tuple[np.ndarray, np.ndarray], refs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+def joined(hyp: tuple[Any, np.ndarray], refs: tuple[Any, np.ndarray, np.ndarray] | None = None):
     """Hypotheses and references in one (tokens, offsets) with sequence indices: (tok, off, hyp_seq,
-    ref_seq, seg)."""
+    ref_seq, seg). Tokens are a torch tensor on its device if either side's are."""
     h_tok, h_off = hyp
     n = len(h_off) - 1
     if refs is None:
         return h_tok, h_off, np.arange(n, dtype=np.int64), np.zeros(0, np.int64), np.zeros(n + 1, np.int64)
     r_tok, r_off, seg = refs
-    tok = np.concatenate([h_tok, r_tok])
+    if is_torch(h_tok) or is_torch(r_tok):
+        import torch
+
+        dev = (h_tok if is_torch(h_tok) else r_tok).device
+        tok = torch.cat([torch.as_tensor(t, device=dev) for t in (h_tok, r_tok)])
+    else:
+        tok = np.concatenate([h_tok, r_tok])
     off = np.concatenate([h_off, r_off[1:] + h_off[-1]])
     return tok, off, np.arange(n, dtype=np.int64), n + np.arange(len(r_off) - 1, dtype=np.int64), seg
 
@@ -209,12 +239,8 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
         if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0 ** 38:  # the CPU path's limit
             raise ValueError(f"ROUGE-L of {int(r_len[worst])} x {int(p_len[worst])} tokens is over the limit of "
                              f"{2 ** 38} token pairs; split the texts")
-        p_seq = np.repeat(pred, np.diff(seg))
-        a_off = np.concatenate([[0], np.cumsum(r_len)]).astype(np.int64)
-        b_off = np.concatenate([[0], np.cumsum(p_len)]).astype(np.int64)
-        a = np.concatenate([tok[off[r]:off[r + 1]] for r in ref_seq]) if len(ref_seq) else np.zeros(0, np.int64)
-        b = np.concatenate([tok[off[q]:off[q + 1]] for q in p_seq]) if len(p_seq) else np.zeros(0, np.int64)
-        lcs = _gpu.lcs(a, a_off, b, b_off)
+        p_seq = np.repeat(pred, np.diff(seg))  # pair j: reference ref_seq[j], prediction p_seq[j]
+        lcs = _gpu.lcs(tok, off[ref_seq], off[ref_seq + 1], tok, off[p_seq], off[p_seq + 1])
     out = np.zeros((len(pred), len(kinds), 3))
     with np.errstate(invalid="ignore", divide="ignore"):
         for q, k in enumerate(kinds):

@@ -78,6 +78,7 @@ def nrefs_label(streams: list) -> int | str:
 
 
 def combine_nrefs(labels: list) -> int | str:
-    """The signature's nrefs over chunks, each with its own ``nrefs_label``."""
-    distinct = set(labels)
-    return distinct.pop() if len(distinct) == 1 else "var"
+    """The signature's nrefs over chunks, each with its own ``nrefs_label`` (None: an empty batch of
+    token IDs, which says nothing; 1 when nothing else was seen)."""
+    distinct = set(labels) - {None}
+    return distinct.pop() if len(distinct) == 1 else "var" if distinct else 1
