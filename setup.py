@@ -40,7 +40,7 @@ extensions = [
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
         depends=["src/turbometrics/_ext/dense.hpp", "src/turbometrics/_ext/dense_kernels.hpp",
-                 "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
+                 "src/turbometrics/_ext/resample.hpp", "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),

@@ -85,12 +85,33 @@ def test_rouge_score_bootstrap(summaries):
         assert all((a[t].low, a[t].mean, a[t].high) == (b[t].low, b[t].mean, b[t].high) for t in types)
 
 
+def _numpy_draws(n: int, count: int, seed) -> list:
+    """The default mode's documented draws, made by NumPy: resample r from its own spawned stream."""
+    return [np.random.default_rng(s).integers(0, n, n, dtype=np.uint32)
+            for s in np.random.SeedSequence(seed).spawn(count)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42, 2**32, 2**64 + 5, 2**200 + 3])
+def test_compiled_draws_are_numpys(seed, monkeypatch):
+    """_ext/resample.hpp remakes SeedSequence -> PCG64 -> integers(0, n, n) per resample: the same counts."""
+    for n, count in ((1, 3), (2, 5), (3000, 40), (65537, 3)):
+        want = np.stack([np.bincount(d, minlength=n) for d in _numpy_draws(n, count, seed)])
+        got = np.concatenate(list(resampling._draws("counts", n, count, seed, 2)))
+        assert got.dtype == np.int32 and (got == want).all(), (seed, n)
+    monkeypatch.setattr(resampling, "_CHUNK_DRAWS", 7000)  # resamples 1.. start mid-way: spawn keys r0 + r
+    assert (np.concatenate(list(resampling._draws("counts", 3000, 5, seed, 1))) ==
+            np.stack([np.bincount(d, minlength=3000) for d in _numpy_draws(3000, 5, seed)])).all()
+    monkeypatch.setattr(resampling, "_entropy_words", lambda seed: None)  # NumPy's own draws (past 2**32 items)
+    assert (np.concatenate(list(resampling._draws("counts", 50, 4, seed, 2))) ==
+            np.stack([np.bincount(d, minlength=50) for d in _numpy_draws(50, 4, seed)])).all()
+
+
 def test_default_mode_resamples_are_exact_scores(wmt17):
     """Each resampled score is the metric's exact score of that resampled corpus."""
     name = sorted(wmt17["systems"])[0]
     hyps, ref = wmt17["systems"][name], wmt17["ref"]
     n = len(hyps)
-    idx = next(resampling._draws("index", n, 3, 42, 1))
+    idx = _numpy_draws(n, 3, 42)
     acc = tm.metrics.BLEU().update(hyps, [ref])
     samples = resampling._resampled_scores(acc._plan(), 3, 42, 1)
     for r in range(3):
@@ -125,7 +146,7 @@ def test_default_mode_other_accumulators(rng):
     assert ci.low < ci.score < ci.high and abs(ci.mean - ci.score) < 0.02
     # resample 0 by hand
     kept = np.flatnonzero(targets != -100)
-    idx = next(resampling._draws("index", len(kept), 1, 1, 1))[0]
+    idx = _numpy_draws(len(kept), 1, 1)[0]
     samples = resampling._resampled_scores(acc._plan(), 1, 1, 1)
     assert samples[0, 0] == pytest.approx(tm.topk_accuracy(scores[kept[idx]], targets[kept[idx]], k=3), rel=1e-12)
     several = tm.bootstrap_ci(tm.metrics.TopKAccuracy(k=(1, 5)).update(scores, targets % 20), n_resamples=50)

@@ -39,6 +39,11 @@ cdef extern from "dense.hpp" namespace "tmk":
     const char* path_name(int i)
     void use_path(int i)
 
+cdef extern from "resample.hpp" namespace "tmk":
+    void c_bootstrap_counts "tmk::bootstrap_counts"(const uint32_t* entropy, int64_t n_entropy, int64_t r0,
+                                                    int64_t count, int64_t n, int32_t* counts,
+                                                    int nthreads) except +raise_py nogil
+
 cdef extern from "parallel.hpp" namespace "tmp":
     const char* BACKEND
     int max_threads()
@@ -284,4 +289,18 @@ def exact_parts(const int64_t[::1] hi, const int64_t[::1] lo, int64_t offset):
             if not isfinite(p):
                 return None
             out.append(p)
+    return out
+
+
+def bootstrap_counts(const uint32_t[::1] entropy, int64_t r0, int64_t count, int64_t n, int nthreads):
+    """(count, n) int32: how often each of n items is drawn by resample r0 + r of the default bootstrap,
+    ``default_rng(SeedSequence(entropy).spawn(...)[r0 + r]).integers(0, n, n, dtype=np.uint32)``
+    (resample.hpp); ``entropy`` is ``SeedSequence.entropy`` as uint32 words, lowest first."""
+    if not 1 <= n <= (<int64_t>1 << 32) or count < 0 or r0 < 0 or entropy.shape[0] < 1:
+        raise ValueError("bootstrap_counts: need 1 <= n <= 2**32, count >= 0, r0 >= 0 and entropy words")
+    out = np.zeros((count, n), np.int32)
+    cdef int32_t[:, ::1] o = out
+    with nogil:
+        if count:
+            c_bootstrap_counts(&entropy[0], entropy.shape[0], r0, count, n, &o[0, 0], nthreads)
     return out

@@ -3,33 +3,39 @@ import numpy as np
 from numba import njit, prange
 
 _BLOCKS = 16  # fixed, so float sums come out the same whatever the thread count
+_SUB = 512    # items whose rows stay in cache while every resample takes its share of them
 
 
 @njit(parallel=True, cache=True)
-def resample_sums(rows, idx, out):
-    """out[r] = sum over j of rows[idx[r, j]] (rows int64 or float64, out the same dtype).
+def resample_sums(cols, counts, out):
+    """out[r, q] = sum over items i of counts[r, i] * cols[q, i] (cols int64 or float64, out the same dtype).
 
-    Counting how often each item was drawn and then streaming through the rows
-    once per chunk of resamples is 2-3x faster than gathering rows at random
-    (the rows of a million segments do not fit in cache). ``idx`` holds
-    indices drawn by the caller in [0, len(rows)) and fewer than 2**31 per
-    resample; numba does not bounds-check, so nothing else may reach here.
+    ``cols`` is the rows transposed (statistics, items), so that each sum runs over contiguous items;
+    ``counts`` (resamples, items) says how often each item was drawn (``_ext._dense.bootstrap_counts``).
+    Items are split into _BLOCKS fixed blocks summed in item order and then added in block order, so
+    float sums do not depend on the thread count; within a block each run of _SUB items is read once
+    for all resamples. Items drawn 0 times add 0 (not 0 * inf = NaN). ``counts`` must be
+    (r, items) and ``out`` (r, statistics): numba does not bounds-check, so the caller's shapes are all
+    that stands between here and a stray write.
     """
-    n_res, m = idx.shape
-    n, k = rows.shape
-    counts = np.zeros((n_res, n), np.int32)
-    for r in prange(n_res):
-        for j in range(m):
-            counts[r, idx[r, j]] += 1
+    n_res, n = counts.shape
+    k = cols.shape[0]
     step = (n + _BLOCKS - 1) // _BLOCKS
     part = np.zeros((_BLOCKS, n_res, k), out.dtype)
+    zero = out.dtype.type(0)
     for b in prange(_BLOCKS):
-        for i in range(b * step, min(n, (b + 1) * step)):
+        hi = min(n, (b + 1) * step)
+        for s in range(b * step, hi, _SUB):
+            e = min(hi, s + _SUB)
             for r in range(n_res):
-                c = counts[r, i]
-                if c:
-                    for q in range(k):
-                        part[b, r, q] += c * rows[i, q]
+                cr = counts[r, s:e]
+                for q in range(k):
+                    cq = cols[q, s:e]
+                    acc = part[b, r, q]
+                    for j in range(e - s):  # a select, not a branch: it vectorizes and never mispredicts
+                        c = cr[j]
+                        acc += c * (cq[j] if c != 0 else zero)
+                    part[b, r, q] = acc
     for r in range(n_res):
         for q in range(k):
             s = part[0, r, q]
