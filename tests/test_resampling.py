@@ -35,6 +35,15 @@ def test_sacrebleu_confidence_interval(wmt17, kind, options, monkeypatch):
         assert (ours.score, ours.mean, ours.ci) == (theirs.score, float(theirs._mean), float(theirs._ci))
 
 
+def test_sacrebleu_mode_compiled_draws_equal_numpys(wmt17, monkeypatch):
+    """Compiled draws and float32 sums (_ext/resample.hpp) against NumPy's choice and sums: the same
+    interval; a seed whose entropy is not an integer (a list) takes NumPy's path."""
+    acc = _ours("bleu", {}, wmt17["systems"]["uedin-nmt"], [wmt17["ref"]])
+    compiled = [tm.bootstrap_ci(acc, n_resamples=300, seed=s, mode="sacrebleu") for s in (3, [3, 4])]
+    monkeypatch.setattr(resampling, "_words", lambda entropy: None)
+    assert compiled == [tm.bootstrap_ci(acc, n_resamples=300, seed=s, mode="sacrebleu") for s in (3, [3, 4])]
+
+
 @pytest.mark.parametrize("test_type", ["bs", "ar"])
 @pytest.mark.parametrize("kind", ["bleu", "chrf"])
 def test_sacrebleu_paired(wmt17, kind, test_type):

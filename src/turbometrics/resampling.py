@@ -155,7 +155,10 @@ def _draws(kind: str, n: int, count: int, seed: Any, num_threads: int) -> Iterat
 
 def _entropy_words(seed: Any) -> np.ndarray | None:
     """``SeedSequence(seed).entropy`` as uint32 words, lowest first (None: leave it to NumPy)."""
-    entropy = np.random.SeedSequence(seed).entropy  # validates the seed; None draws fresh entropy
+    return _words(np.random.SeedSequence(seed).entropy)  # validates the seed; None draws fresh entropy
+
+
+def _words(entropy: Any) -> np.ndarray | None:
     if not isinstance(entropy, (int, np.integer)) or entropy < 0:
         return None
     words = [0] if entropy == 0 else []
@@ -244,7 +247,7 @@ def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 
     if mode == "sacrebleu":
         if confidence != 0.95:
             raise ValueError("mode='sacrebleu' has sacrebleu's fixed 95% interval; leave confidence=0.95")
-        return _sacrebleu_ci(plan, n_resamples, seed)
+        return _sacrebleu_ci(plan, n_resamples, seed, threads)
     if mode == "rouge_score":
         return _rouge_score_ci(plan, n_resamples, confidence, seed)
     samples = _resampled_scores(plan, n_resamples, seed, threads)
@@ -261,18 +264,31 @@ def _intervals(plan: Plan, mean: np.ndarray, low: np.ndarray, high: np.ndarray, 
         cast(high[cols]), n_resamples, confidence, seed, mode))
 
 
-def _sacrebleu_indices(n: int, n_resamples: int, seed: Any) -> np.ndarray:
-    return np.random.default_rng(seed).choice(n, size=(n_resamples, n), replace=True)
+def _sacrebleu_source(seed: Any) -> np.random.SeedSequence:
+    """The seed of sacrebleu's ``default_rng(seed)``, made once (None: fresh entropy), so that two
+    systems can be resampled with the same draws."""
+    return np.random.SeedSequence(seed)
 
 
-def _sacrebleu_scores(plan: Plan, idxs: np.ndarray) -> list:
+def _sacrebleu_scores(plan: Plan, source: np.random.SeedSequence, n_resamples: int, threads: int) -> list:
+    """sacrebleu's resampled scores: ``idx = default_rng(seed).choice(n, (N, n))``, float32 statistics
+    summed per resample, scored in float32 as sacrebleu does. Draws and sums in compiled code
+    (``_ext/resample.hpp``, the same numbers) unless the seed's entropy is not an integer."""
     stats32 = np.array(plan.rows, dtype="float32")
-    return [plan.sacrebleu_score(stats32[i].sum(0)) for i in idxs]
+    words = _words(source.entropy)
+    if words is not None and len(stats32) <= 1 << 32:
+        from ._ext import _dense
+
+        sums = _dense.sacrebleu_sums(words, n_resamples, np.ascontiguousarray(stats32), threads)
+    else:
+        idxs = np.random.default_rng(source).choice(len(stats32), size=(n_resamples, len(stats32)), replace=True)
+        sums = [stats32[i].sum(0) for i in idxs]
+    return [plan.sacrebleu_score(s) for s in sums]
 
 
-def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any) -> ConfidenceInterval:
+def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any, threads: int) -> ConfidenceInterval:
     # sacrebleu's Score.estimate_ci: sorted Python values, statistics.mean.
-    raw = sorted(_sacrebleu_scores(plan, _sacrebleu_indices(len(plan.rows), n_resamples, seed)))
+    raw = sorted(_sacrebleu_scores(plan, _sacrebleu_source(seed), n_resamples, threads))
     lo = n_resamples // 40
     low, high = raw[lo], raw[n_resamples - lo - 1]
     return ConfidenceInterval(float(plan.point[0]), float(statistics.mean(raw)), float(0.5 * (high - low)),
@@ -360,11 +376,10 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         return PairedTestResult(b_score, s_score, p, method, n_resamples, seed, mode)
     if mode == "sacrebleu":
         # sacrebleu seeds the paired test with `seed or None`, the baseline's interval with seed.
-        idxs = _sacrebleu_indices(len(base.rows), n_resamples, seed or None)
-        scores_b = np.array(_sacrebleu_scores(base, idxs))
-        scores_s = np.array(_sacrebleu_scores(sys_, idxs))
-        own = scores_b if seed else np.array(_sacrebleu_scores(base, _sacrebleu_indices(len(base.rows),
-                                                                                        n_resamples, seed)))
+        source = _sacrebleu_source(seed or None)  # one entropy: both systems see the same resamples
+        scores_b = np.array(_sacrebleu_scores(base, source, n_resamples, threads))
+        scores_s = np.array(_sacrebleu_scores(sys_, source, n_resamples, threads))
+        own = scores_b if seed else np.array(_sacrebleu_scores(base, _sacrebleu_source(seed), n_resamples, threads))
         b_mean, b_ci = _numpy_ci(own)
         s_mean, s_ci = _numpy_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)

@@ -43,6 +43,9 @@ cdef extern from "resample.hpp" namespace "tmk":
     void c_bootstrap_counts "tmk::bootstrap_counts"(const uint32_t* entropy, int64_t n_entropy, int64_t r0,
                                                     int64_t count, int64_t n, int32_t* counts,
                                                     int nthreads) except +raise_py nogil
+    void c_sacrebleu_sums "tmk::sacrebleu_sums"(const uint32_t* entropy, int64_t n_entropy, int64_t N, int64_t n,
+                                                int64_t k, const float* stats, float* out,
+                                                int nthreads) except +raise_py nogil
 
 cdef extern from "parallel.hpp" namespace "tmp":
     const char* BACKEND
@@ -303,4 +306,19 @@ def bootstrap_counts(const uint32_t[::1] entropy, int64_t r0, int64_t count, int
     with nogil:
         if count:
             c_bootstrap_counts(&entropy[0], entropy.shape[0], r0, count, n, &o[0, 0], nthreads)
+    return out
+
+
+def sacrebleu_sums(const uint32_t[::1] entropy, int64_t N, const float[:, ::1] stats, int nthreads):
+    """(N, k) float32: ``stats[idx[r]].sum(0)`` for ``idx = default_rng(seed).choice(n, (N, n))``, as
+    sacrebleu's bootstrap makes them (resample.hpp); ``entropy`` is ``SeedSequence(seed).entropy`` as
+    uint32 words, lowest first."""
+    cdef int64_t n = stats.shape[0], k = stats.shape[1]
+    if not 1 <= n <= (<int64_t>1 << 32) or N < 0 or entropy.shape[0] < 1:
+        raise ValueError("sacrebleu_sums: need 1 <= n <= 2**32 rows, N >= 0 and entropy words")
+    out = np.zeros((N, k), np.float32)
+    cdef float[:, ::1] o = out
+    with nogil:
+        if N and k:
+            c_sacrebleu_sums(&entropy[0], entropy.shape[0], N, n, k, &stats[0, 0], &o[0, 0], nthreads)
     return out

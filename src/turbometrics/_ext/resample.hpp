@@ -14,7 +14,9 @@
 // counts against NumPy's own draws.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "parallel.hpp"
@@ -127,6 +129,48 @@ static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, 
     for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
     tmp::tick(n);
   }, "resample");
+}
+
+// o[q] = sum over j of s[d[j] * k + q], q < M, in float32 in j order; M fixed so that the sums stay in
+// registers (a runtime column count kept them in memory: one store-to-load chain per draw, 5x slower).
+template <int M>
+static void gather_sums(const uint32_t* d, int64_t n, const float* s, int64_t k, float* o) {
+  float acc[M] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = s + (int64_t)d[j] * k;
+    for (int q = 0; q < M; ++q) acc[q] += row[q];
+  }
+  for (int q = 0; q < M; ++q) o[q] = acc[q];
+}
+
+using GatherSums = void (*)(const uint32_t*, int64_t, const float*, int64_t, float*);
+static constexpr GatherSums SUMS[8] = {gather_sums<1>, gather_sums<2>, gather_sums<3>, gather_sums<4>,
+                                       gather_sums<5>, gather_sums<6>, gather_sums<7>, gather_sums<8>};
+
+// sacrebleu's --confidence / --paired-bs resampling: idx = default_rng(seed).choice(n, (N, n)), one
+// stream (Generator.integers(0, n, dtype=int64): Lemire on 32-bit draws for n <= 2^32), then
+// out[r] = stats[idx[r]].sum(0) in float32, in draw order (NumPy's axis-0 sum of a C-ordered array
+// adds row after row). ``entropy``: SeedSequence(seed).entropy as uint32 words; ``out`` zeroed.
+static inline void sacrebleu_sums(const uint32_t* entropy, int64_t n_entropy, int64_t N, int64_t n, int64_t k,
+                                  const float* stats, float* out, int nthreads) {
+  uint64_t w[4];
+  seedseq::state_words(entropy, n_entropy, w);  // not spawned: no padding
+  Pcg64 g(w);
+  const uint32_t rng = (uint32_t)(n - 1);
+  // The draws are one sequence; they fill a buffer of about 2^20 indices, whose resamples are then
+  // summed in parallel (a buffer of all N x n would cost more in page faults than the draws).
+  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(N, ((int64_t)1 << 20) / n));
+  std::unique_ptr<uint32_t[]> buf(new uint32_t[(size_t)(per * n)]);
+  for (int64_t r0 = 0; r0 < N; r0 += per) {
+    const int64_t cnt = std::min(per, N - r0);
+    uint32_t* __restrict d = buf.get();  // g's state stays in registers
+    for (int64_t i = 0; i < cnt * n; ++i) d[i] = g.bounded(rng);
+    tmp::parallel_for(cnt, 1, nthreads, [] { return 0; }, [&](int, int64_t r) {
+      for (int64_t q0 = 0; q0 < k; q0 += 8)
+        SUMS[std::min<int64_t>(8, k - q0) - 1](buf.get() + r * n, n, stats + q0, k, out + (r0 + r) * k + q0);
+      tmp::tick(n * k);
+    }, "resample");
+  }
 }
 
 }  // namespace tmk
