@@ -10,9 +10,16 @@ from typing import Any
 DEVICES = ("cpu", "cuda")
 
 
+_TORCH_TYPES: dict = {}  # type -> is it a torch tensor (asked once per type: small calls ask often)
+
+
 def is_torch(x: Any) -> bool:
     """A torch tensor (told by its module, so torch is never imported to ask)."""
-    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy")
+    tp = type(x)
+    known = _TORCH_TYPES.get(tp)
+    if known is None:
+        known = _TORCH_TYPES[tp] = tp.__module__.split(".")[0] == "torch" and hasattr(tp, "numpy")
+    return known
 
 
 def is_numba_device(x: Any) -> bool:
@@ -23,7 +30,7 @@ def is_numba_device(x: Any) -> bool:
 def is_device_array(x: Any) -> bool:
     """Memory on a GPU: a CUDA tensor, a Numba device array, or anything with ``__cuda_array_interface__``."""
     if is_torch(x):
-        return x.device.type == "cuda"
+        return x.is_cuda
     return is_numba_device(x) or hasattr(x, "__cuda_array_interface__")
 
 

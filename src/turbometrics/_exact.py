@@ -124,4 +124,13 @@ def _ratio(total: int, base: int) -> float:
 
 
 def exact_sum(values: np.ndarray) -> float:
-    return ExactSum().add(values).value()
+    """The exactly rounded sum of ``values`` (NaN for NaN or +inf with -inf, as IEEE addition)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size <= _PENDING:  # small: fsum alone (no state to keep), as ExactSum.value rounds pending values
+        try:
+            return math.fsum(v.tolist())
+        except ValueError:  # fsum refuses +inf + -inf
+            return float("nan")
+        except OverflowError:  # an intermediate overflow: the bins round the true total
+            pass
+    return ExactSum().add(v).value()

@@ -46,17 +46,21 @@ def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
     A torch bfloat16 tensor comes back as its uint16 bits with dtype kept in
     the name ``"bfloat16"`` via a tagged view (see ``as_array``).
     """
-    if is_torch(x):
+    if is_torch(x):  # each torch call costs ~0.4 us: small calls take the short way
         import torch
 
-        t = x.detach()
-        if t.device.type != "cpu":  # the CPU path was chosen (device="cpu", or no GPU kernel here)
+        t = x.detach() if x.requires_grad else x
+        if not t.is_cpu:  # the CPU path was chosen (device="cpu", or no GPU kernel here)
             t = t.cpu()
-        if t.dtype == torch.bfloat16:
+        dt = t.dtype
+        if dt == torch.bfloat16:
             return _BF16Bits(t.view(torch.int16).numpy().view(np.uint16)), True
-        if t.is_complex():
-            raise TypeError(f"{name} must hold real numbers, got a tensor of {t.dtype}")
-        return t.resolve_conj().resolve_neg().numpy(), True
+        if dt.is_complex:
+            raise TypeError(f"{name} must hold real numbers, got a tensor of {dt}")
+        try:
+            return t.numpy(), True
+        except RuntimeError:  # a lazily negated view: materialise it
+            return t.resolve_conj().resolve_neg().numpy(), True
     if isinstance(x, np.ndarray):
         return x, False
     if hasattr(x, "__cuda_array_interface__") or type(x).__module__.startswith(("numba.cuda", "numba_cuda")):
@@ -182,8 +186,6 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
     Positions equal to ``ignore_index`` or where ``mask`` is False are not
     counted; every counted target must lie in [0, n_classes).
     """
-    from ._ext import _dense
-
     t = as_int_array(targets, name)
     if t.shape != tuple(shape):
         raise ValueError(f"{name} has shape {t.shape}, expected {tuple(shape)} to match the scores")
@@ -195,13 +197,27 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
             ignore = ignore_index
     keep = None if mask is None else np.ascontiguousarray(as_mask(mask, t.shape)).reshape(-1).view(np.uint8)
     t64 = np.empty(t.size, dtype=np.int64)  # -1 where not counted: the kernels skip negative targets
-    counted = np.empty(t.shape, dtype=bool)
-    bad = _dense.targets(np.ascontiguousarray(t).reshape(-1), ignore, keep,
-                         -1 if n_classes is None else n_classes, t64, counted.reshape(-1).view(np.uint8))
+    counted8 = np.empty(t.size, dtype=np.uint8)
+    dt = t.dtype
+    fn = _TARGETS.get(dt.num) or _TARGETS.setdefault(dt.num, _targets_of(dt))
+    bad = fn(np.ascontiguousarray(t).reshape(-1), ignore, keep,
+                               -1 if n_classes is None else n_classes, t64, counted8)
+    counted = counted8.view(bool).reshape(t.shape)
     if bad is not None:
         lo, hi = bad
         raise ValueError(f"{name} must lie in [0, {n_classes}) (or be ignored/masked); found {lo if lo < 0 else hi}")
     return t64, counted
+
+
+@functools.cache
+def _targets_of(dtype: np.dtype) -> Any:
+    """``_dense.targets`` specialised for ``dtype`` (the fused function's own dispatch costs ~1 us a call)."""
+    from ._ext import _dense
+
+    return _dense.targets[f"{'u' if dtype.kind == 'u' else ''}int{8 * dtype.itemsize}_t"]
+
+
+_TARGETS: dict = {}  # dtype.num -> _targets_of(dtype): a dict lookup on an int is the cheapest
 
 
 @functools.cache

@@ -145,11 +145,24 @@ template <> struct Exp<double> {
 constexpr int BLOCK = 2048;
 
 // Sum of e^(p[i] - m) over a block of n elements (a multiple of the pack), in
-// float lanes (at most BLOCK / LANES terms each), then the lanes in order in double.
+// float lanes (at most BLOCK / LANES terms each), then the lanes in double in a fixed order.
 // Meanwhile the next block (source elements at `next`) is prefetched, so memory
 // streams while the exps are computed (nothing misses here for a prefetcher to see).
+// 64 ones then 64 zeros: the pack at Ones<K>::at + 64 - v keeps its lanes below v (v <= 64 lanes).
+template <class K> struct Ones {
+#define TM_ONE8 K(1), K(1), K(1), K(1), K(1), K(1), K(1), K(1)
+#define TM_ZERO8 K(0), K(0), K(0), K(0), K(0), K(0), K(0), K(0)
+  alignas(64) static constexpr K at[128] = {TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8,
+                                            TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8,
+                                            TM_ZERO8};
+#undef TM_ONE8
+#undef TM_ZERO8
+};
+
+// The sum over the first `valid` of n elements (n a multiple of the pack; the rest padding that
+// needs no clamping, weighted 0 in the last pack).
 template <class K, bool CLAMP, class S>
-static TM_INLINE double block_sum_exp(const K* p, int n, K m, const S* next) {
+static TM_INLINE double block_sum_exp(const K* p, int n, int valid, K m, const S* next) {
   constexpr int W = Pack<K>::LANES;
   constexpr int LINES = (int)(W * sizeof(S) + 63) / 64;
   Pack<K> acc = splat<K>(K(0));
@@ -157,17 +170,23 @@ static TM_INLINE double block_sum_exp(const K* p, int n, K m, const S* next) {
     for (int c = 0; c < LINES; ++c) __builtin_prefetch(reinterpret_cast<const char*>(next + i) + 64 * c);
     Pack<K> d = load(p + i) - m;
     if (CLAMP) d = floor_at(d, Exp<K>::LOW);
-    acc = acc + Exp<K>::of(d);
+    Pack<K> e = Exp<K>::of(d);
+    static_assert(W <= 64, "Ones covers 64 lanes");
+    if (i + W > valid) e = e * load(Ones<K>::at + 64 - (valid - i));  // padding adds exactly 0
+    acc = acc + e;
   }
-  double s = 0.0;
-  for (int l = 0; l < W; ++l) s += (double)acc.lane(l);
-  return s;
+  // Lane l into partial sum l % 8, then a fixed tree (the same bits on every path): one chain of 32
+  // dependent adds was a third of a short row's time.
+  double part[8];
+  for (int l = 0; l < 8; ++l) part[l] = (double)acc.lane(l);
+  for (int l = 8; l < W; ++l) part[l % 8] += (double)acc.lane(l);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
 // Fold one block into the row's running (max M, sum S of e^(x - M)); false if
 // the block holds +inf or NaN.
 template <class K, class Src>
-static TM_INLINE bool block_lse(const K* p, int n, const Src* next, double& M, double& S) {
+static TM_INLINE bool block_lse(const K* p, int n, int valid, const Src* next, double& M, double& S) {
   constexpr int W = Pack<K>::LANES;
   const K inf = std::numeric_limits<K>::infinity();
   Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
@@ -176,11 +195,20 @@ static TM_INLINE bool block_lse(const K* p, int n, const Src* next, double& M, d
     hi = vmax(v, hi);  // NaN lanes are dropped here and caught by the sum
     lo = vmin(v, lo);
   }
-  K m = hi.lane(0), mn = lo.lane(0);
-  for (int l = 1; l < W; ++l) {
-    m = hi.lane(l) > m ? hi.lane(l) : m;
-    mn = lo.lane(l) < mn ? lo.lane(l) : mn;
+  // Across lanes in 8 independent chains, then a tree (one chain of 31 compares was ~10% of a short
+  // row); max and min do not depend on the order (the lanes hold no NaN).
+  K a[8], b[8];
+  for (int l = 0; l < 8; ++l) { a[l] = hi.lane(l); b[l] = lo.lane(l); }
+  for (int l = 8; l < W; ++l) {
+    a[l % 8] = hi.lane(l) > a[l % 8] ? hi.lane(l) : a[l % 8];
+    b[l % 8] = lo.lane(l) < b[l % 8] ? lo.lane(l) : b[l % 8];
   }
+  for (int w = 4; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) {
+      a[l] = a[l + w] > a[l] ? a[l + w] : a[l];
+      b[l] = b[l + w] < b[l] ? b[l + w] : b[l];
+    }
+  const K m = a[0], mn = b[0];
   if (m == inf) return false;
   if (m == -inf) {  // only -inf and NaN: adds exactly 0 unless a NaN hides here
     for (int i = 0; i < n; ++i)
@@ -188,10 +216,12 @@ static TM_INLINE bool block_lse(const K* p, int n, const Src* next, double& M, d
     return true;
   }
   // Clamping costs two operations per register: skip it when no element needs it.
-  double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(p, n, m, next) : block_sum_exp<K, true>(p, n, m, next);
+  double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(p, n, valid, m, next)
+                                   : block_sum_exp<K, true>(p, n, valid, m, next);
   if (s != s) return false;
   double dm = (double)m;
-  if (dm > M) { S = S * std::exp(M - dm) + s; M = dm; }
+  if (M == -std::numeric_limits<double>::infinity()) { S = s; M = dm; }  // a row's first block: S * 0 + s
+  else if (dm > M) { S = S * std::exp(M - dm) + s; M = dm; }
   else S += s * std::exp(dm - M);
   return true;
 }
@@ -235,10 +265,11 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
     } else {
       for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
     }
-    // -inf padding: e^(-inf - m) is clamped to e^LOW, below 1e-37 of the row sum (>= 1).
-    for (int i = n; i < padded; ++i) buf[i] = -std::numeric_limits<K>::infinity();
+    // Padding repeats the block's first value: it moves neither max nor min (so no clamping where the
+    // row needs none), and block_sum_exp weights it 0.
+    for (int i = n; i < padded; ++i) buf[i] = buf[0];
     // The prefetch runs past the row's end into the next row (prefetches never fault).
-    if (!block_lse<K>(p, padded, x + j + n, M, sum)) return false;
+    if (!block_lse<K>(p, padded, n, x + j + n, M, sum)) return false;
   }
   return true;
 }
