@@ -72,6 +72,24 @@ def test_half_precision_logits(rng, kind):
     assert tm.perplexity(x, targets, ignore_index=-100) == pytest.approx(oracle_ppl(exact, targets), rel=2e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("shift", [0.0, -60.0, -200.0])
+def test_half_precision_table_and_its_fallback(rng, dtype, shift):
+    """16-bit rows sum e^x from a float table while that is exact enough (every logit below 88, the
+    largest above -48); rows past either bound (a logit of 100, all logits near -60 or -200) take the
+    max-shifted path. Each against float64 on the same 16-bit values, rows of odd length included."""
+    logits, targets = lm_batch(rng, v=999)
+    logits = logits + shift
+    if shift == 0.0:
+        logits[0, 3, 17] = 100.0  # e^100 is past float's range: the row's table sum is inf
+    x = logits.astype(dtype)
+    exact = x.astype(np.float64)
+    assert tm.perplexity(x, targets, ignore_index=-100) == pytest.approx(oracle_ppl(exact, targets), rel=2e-6)
+    keep = targets != -100
+    np.testing.assert_allclose(tm.token_nll(x, targets, ignore_index=-100)[keep],
+                               tm.token_nll(exact, targets, ignore_index=-100)[keep], rtol=2e-6, atol=2e-6)
+
+
 def test_torchmetrics_perplexity(rng):
     from torchmetrics.text import Perplexity
 
