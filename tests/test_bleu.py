@@ -1,8 +1,8 @@
 """BLEU and its tokenizers against sacrebleu: the WMT17 systems, every option, adversarial strings."""
 import itertools
+import random
 
 import numpy as np
-
 import pytest
 import sacrebleu
 from hypothesis import given, settings
@@ -207,6 +207,19 @@ def test_every_code_point_tokenizes_like_sacrebleu(name):
     """Each code point between letters, digits and dots: the Unicode classes and ranges agree everywhere."""
     text = "".join(f"a{c}1{c}b{c}.{c} " for c in map(chr, range(0x110000)))
     assert tm.tokenize(text, name) == sacrebleu_tokenizers()[name](text.rstrip()).split()
+
+
+def test_13a_one_pass_tokenizer_equals_sacrebleus_on_dense_punctuation():
+    """The streaming 13a (text.hpp, t13a) on strings made of the characters its passes act on, next to
+    each other in every combination: digits, '.', ',', '-', 13a punctuation, blanks and other spaces,
+    letters (ASCII, Latin-1, BMP, astral); '<', '&' and newlines send a line to the literal path."""
+    tok = sacrebleu_tokenizers()["13a"]
+    alphabet = list("ab19.,-.,-()/:@ \t") + ["\u00a0", "é", "ß", "\u2009", "中", "\U0001F600", "'", "<", "&", "\n",
+                                            "&quot;", "<skipped>", "-\n", "x.", "1.", ".1", "-1", "1-"]
+    rng = random.Random(13)
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert tm.tokenize(text, "13a") == tok(text.rstrip()).split(), repr(text)
 
 
 def test_intl_tables_come_from_the_installed_regex():
