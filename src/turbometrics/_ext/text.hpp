@@ -828,13 +828,29 @@ struct GramCounts {
   }
 };
 
+// GramCounts' interface on a plain array, for keys below 2^SMALL_BITS (character unigrams of Latin
+// text, word unigrams of up to 1,024 distinct words): no hashing, no probing.
+struct SmallCounts {
+  static constexpr int SMALL_BITS = 10;
+  int32_t h[1 << SMALL_BITS] = {}, r[1 << SMALL_BITS] = {};
+  std::vector<uint32_t> filled;
+  void reset(size_t) {
+    for (uint32_t k : filled) h[k] = r[k] = 0;
+    filled.clear();
+  }
+  void add(uint64_t k) { if (h[k]++ == 0) filled.push_back((uint32_t)k); }
+  bool match(uint64_t k) { return h[k] > 0 && r[k]++ < h[k]; }
+  void clear_refs() { for (uint32_t k : filled) r[k] = 0; }
+};
+
 typedef unsigned __int128 u128;
 
 struct ChrfWork {
   std::vector<Tokens> chars, words;
-  std::vector<U32> text;
+  std::vector<U32> text, sym;  // sym: each short text's counted characters
   TokenIds tids;
   Levels lv;
+  SmallCounts small;
   GramCounts<uint64_t> g64;
   GramCounts<u128> g128;
   std::vector<int64_t> per_ref;
@@ -846,8 +862,8 @@ static inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0
 
 // Per-order [hyp, ref, match] triples of order n for each reference, into w.per_ref at column `col`:
 // each(s, f) calls f(symbol) for every symbol of sequence s (0: the hypothesis, 1..R: the references).
-template <class Key, class Each>
-static void count_order(GramCounts<Key>& g, int n, int bits, int R, int order, int col, int64_t expect, Each each,
+template <class Key, class Counts, class Each>
+static void count_order(Counts& g, int n, int bits, int R, int order, int col, int64_t expect, Each each,
                         ChrfWork& w) {
   const int width = n * bits;
   const Key keep = width >= (int)(8 * sizeof(Key)) ? ~Key(0) : (Key(1) << width) - 1;
@@ -883,8 +899,10 @@ static void count_order(GramCounts<Key>& g, int n, int bits, int R, int order, i
 template <class Each>
 static int packed_orders(int N, int base, int bits, int R, int order, int64_t expect, Each each, ChrfWork& w) {
   int n = 1;
-  for (; n <= N && n * bits <= 64; ++n) count_order(w.g64, n, bits, R, order, base + n - 1, expect, each, w);
-  for (; n <= N && n * bits <= 128; ++n) count_order(w.g128, n, bits, R, order, base + n - 1, expect, each, w);
+  for (; n <= N && n * bits <= SmallCounts::SMALL_BITS; ++n)
+    count_order<uint64_t>(w.small, n, bits, R, order, base + n - 1, expect, each, w);
+  for (; n <= N && n * bits <= 64; ++n) count_order<uint64_t>(w.g64, n, bits, R, order, base + n - 1, expect, each, w);
+  for (; n <= N && n * bits <= 128; ++n) count_order<u128>(w.g128, n, bits, R, order, base + n - 1, expect, each, w);
   return n;
 }
 
@@ -930,9 +948,22 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
       }
     };
     uint32_t top = 0;  // the largest code point counted: the bits a character needs
-    for (int s = 0; s < nseq; ++s) chars(s, [&](uint32_t c) { top = std::max(top, c); });
-    const int bits = std::max(1, bit_width(top));
-    const int n = packed_orders(nc, 0, bits, R, order, hyp.len, chars, w);
+    int64_t total = 0;
+    for (int s = 0; s < nseq; ++s) total += seq[s]->len;
+    int n;
+    if (total <= ((int64_t)1 << 20)) {  // short texts: their counted characters copied once, then each
+      if ((int)w.sym.size() < nseq) w.sym.resize(nseq);  // order reads a plain array (no space test)
+      for (int s = 0; s < nseq; ++s) {
+        U32& out = w.sym[s];
+        out.clear();
+        chars(s, [&](uint32_t c) { out.push_back(c); top = std::max(top, c); });
+      }
+      auto syms = [&](int s, auto&& f) { for (uint32_t c : w.sym[s]) f(c); };
+      n = packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, syms, w);
+    } else {  // long texts are read in place, once per order
+      for (int s = 0; s < nseq; ++s) chars(s, [&](uint32_t c) { top = std::max(top, c); });
+      n = packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, chars, w);
+    }
     if (n <= nc) {  // long character n-grams: the levels, on the characters as tokens
       if ((int)w.chars.size() < nseq) { w.text.resize(nseq); w.chars.resize(nseq); }
       for (int s = 0; s < nseq; ++s) { load(*seq[s], seq[s]->len, w.text[s]); chrf_chars(w.text[s], whitespace, w.chars[s]); }
