@@ -161,7 +161,7 @@ struct BitLCS {
     for (int64_t w = 0; w < W; ++w) {
       uint64_t x = ~v[w];
       if (w == W - 1 && m % 64) x &= (1ULL << (m % 64)) - 1;
-      zeros += __builtin_popcountll(x);
+      zeros += popcount64(x);
     }
     return zeros;
   }

@@ -610,13 +610,60 @@ struct BleuWork {
   IdMap ids;                 // token-ID input: the ids made dense
   Levels lv;
   std::vector<int32_t> refmax;
+  std::vector<uint64_t> masks, hmask;  // bleu_counts_short
 };
+
+// correct_1..N of a segment whose texts all have at most 64 tokens, by bit masks instead of n-gram ids.
+// mask[id] has bit p set where the text holds token id at p; for the n-gram at hypothesis position i,
+// H[i] marks the hypothesis positions holding the same n-gram and M_s[i] those of reference s:
+// H_n[i] = H_{n-1}[i] & (hyp_mask[h[i + n - 1]] >> (n - 1)), and likewise M. Each distinct n-gram
+// (its first position: no lower bit in H) adds min(popcount H, max over s of popcount M_s), which is
+// correct_n's definition. A few word operations per position and order, no hashing.
+// Bits set, inline (the x86-64 baseline has no POPCNT: __builtin_popcountll was a libgcc call).
+static inline int popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+static bool bleu_counts_short(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out) {
+  const std::vector<std::vector<int32_t>>& uni = w.lv.uni;
+  for (int s = 0; s < nseq; ++s) if (uni[s].size() > 64) return false;
+  const std::vector<int32_t>& h = uni[0];
+  const int Lh = (int)h.size(), R = nseq - 1;
+  std::vector<uint64_t>& mask = w.masks;  // (R + 1) x n_ids, zero between uses
+  if (mask.size() < (size_t)nseq * n_ids) mask.assign((size_t)nseq * n_ids, 0);
+  for (int s = 0; s < nseq; ++s)
+    for (size_t p = 0; p < uni[s].size(); ++p) mask[(size_t)s * n_ids + uni[s][p]] |= (uint64_t)1 << p;
+  std::vector<uint64_t>& H = w.hmask;       // H[i], then M_s[i] at (s) * Lh + i
+  H.resize((size_t)nseq * Lh);
+  for (int s = 0; s < nseq; ++s)
+    for (int i = 0; i < Lh; ++i) H[(size_t)s * Lh + i] = mask[(size_t)s * n_ids + h[i]];
+  for (int n = 1; n <= N && n <= Lh; ++n) {
+    const int m = Lh - n + 1;
+    if (n > 1)
+      for (int s = 0; s < nseq; ++s)
+        for (int i = 0; i < m; ++i) H[(size_t)s * Lh + i] &= mask[(size_t)s * n_ids + h[i + n - 1]] >> (n - 1);
+    int64_t correct = 0;
+    for (int i = 0; i < m; ++i) {
+      const uint64_t self = H[i];
+      if (self & (((uint64_t)1 << i) - 1)) continue;  // not this n-gram's first position
+      int best = 0;
+      for (int s = 1; s <= R; ++s) best = std::max(best, popcount64(H[(size_t)s * Lh + i]));
+      correct += std::min(popcount64(self), best);
+    }
+    out[1 + n] = correct;
+  }
+  for (int s = 0; s < nseq; ++s)
+    for (int32_t id : uni[s]) mask[(size_t)s * n_ids + id] = 0;
+  return true;
+}
 
 // out = [hyp_len, ref_len, correct_1..N, total_1..N] from the dense ids in w.lv.uni[0..nseq)
 // (0: the hypothesis, then its references; n_ids of them).
 static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out) {
   Levels& lv = w.lv;
-  lv.begin(nseq, n_ids);
   const int64_t hyp_len = (int64_t)lv.uni[0].size();
   int64_t best_diff = -1, ref_len = -1;  // closest reference length; on a tie the shorter
   for (int s = 1; s < nseq; ++s) {
@@ -625,6 +672,12 @@ static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out
   }
   out[0] = hyp_len;
   out[1] = ref_len;
+  for (int n = 1; n <= N; ++n) {
+    out[1 + n] = 0;
+    out[1 + N + n] = std::max<int64_t>(0, hyp_len - n + 1);
+  }
+  if (bleu_counts_short(w, nseq, n_ids, N, out)) return;
+  lv.begin(nseq, n_ids);
   for (int n = 1; n <= N; ++n) {
     tmp::tick((int64_t)lv.total);  // a long segment is seconds of work
     if (n > 1) lv.next(n - 1);
