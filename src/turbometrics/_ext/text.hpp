@@ -649,6 +649,12 @@ static bool bleu_counts_short(BleuWork& w, int nseq, size_t n_ids, int N, int64_
     for (int i = 0; i < m; ++i) {
       const uint64_t self = H[i];
       if (self & (((uint64_t)1 << i) - 1)) continue;  // not this n-gram's first position
+      if (!(self & (self - 1))) {  // once in the hypothesis (most n-grams): 1 if any reference has it
+        uint64_t any = 0;
+        for (int s = 1; s <= R; ++s) any |= H[(size_t)s * Lh + i];
+        correct += any != 0;
+        continue;
+      }
       int best = 0;
       for (int s = 1; s <= R; ++s) best = std::max(best, popcount64(H[(size_t)s * Lh + i]));
       correct += std::min(popcount64(self), best);
