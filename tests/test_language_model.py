@@ -73,21 +73,24 @@ def test_half_precision_logits(rng, kind):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
-@pytest.mark.parametrize("shift", [0.0, -60.0, -200.0])
+@pytest.mark.parametrize("shift", [0.0, -60.0, -700.0])
 def test_half_precision_table_and_its_fallback(rng, dtype, shift):
-    """16-bit rows sum e^x from a float table while that is exact enough (every logit below 88, the
-    largest above -48); rows past either bound (a logit of 100, all logits near -60 or -200) take the
-    max-shifted path. Each against float64 on the same 16-bit values, rows of odd length included."""
+    """16-bit rows sum e^x from a table of doubles while that sum is a normal double; rows past it (a
+    logit of 1000, all logits near -700) take the max-shifted path. Each against float64 on the same
+    16-bit values, rows of odd length included, NLLs near 0 (a target at the row's maximum) too."""
     logits, targets = lm_batch(rng, v=999)
     logits = logits + shift
     if shift == 0.0:
-        logits[0, 3, 17] = 100.0  # e^100 is past float's range: the row's table sum is inf
+        logits[0, 3, 17] = 1000.0  # e^1000 is past double's range: the row's table sum is inf
+    logits[1, 2, 5] = logits[1, 2].max() + 30.0  # a near-certain target: an NLL of ~1e-13
+    targets[1, 2] = 5
     x = logits.astype(dtype)
     exact = x.astype(np.float64)
     assert tm.perplexity(x, targets, ignore_index=-100) == pytest.approx(oracle_ppl(exact, targets), rel=2e-6)
     keep = targets != -100
-    np.testing.assert_allclose(tm.token_nll(x, targets, ignore_index=-100)[keep],
-                               tm.token_nll(exact, targets, ignore_index=-100)[keep], rtol=2e-6, atol=2e-6)
+    got, want = tm.token_nll(x, targets, ignore_index=-100), tm.token_nll(exact, targets, ignore_index=-100)
+    np.testing.assert_allclose(got[keep], want[keep], rtol=2e-6, atol=1e-12)
+    assert (got[keep] >= 0).all()
 
 
 def test_torchmetrics_perplexity(rng):

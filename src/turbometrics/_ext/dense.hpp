@@ -18,10 +18,6 @@
 
 #include "parallel.hpp"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>  // the 16-bit table lookups gather (AVX2, AVX-512)
-#endif
-
 #define TM_INLINE inline __attribute__((always_inline))
 #define TM_STR(x) #x
 #if defined(__clang__)
@@ -72,15 +68,12 @@ struct LoadF16 { using S = uint16_t; using K = float; static TM_INLINE K get(S s
 struct LoadBF16 { using S = uint16_t; using K = float; static TM_INLINE K get(S s) { return bf16_to_f32(s); } };
 template <class T> struct LoadId { using S = T; using K = T; static TM_INLINE K get(S s) { return s; } };
 
-// e^x of every 16-bit value x rounded to float (65536 floats, built on first use, shared by all
-// paths): 16-bit logits need no exp at all, only a lookup and an add. Floats (not doubles) halve the
-// table, so that the few thousand values a row of logits actually holds stay in L1 (as doubles the
-// float16 rows' lookups missed it: 4.4x the read of their bytes, now 2x). e^x past float's range is
-// inf or 0; the callers then take the max-shifted path.
-template <class L> static const float* exp_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t u = 0; u < 65536; ++u) t[u] = (float)std::exp((double)L::get((uint16_t)u));
+// e^x of every 16-bit value x (65536 doubles, built on first use, shared by all
+// paths): 16-bit logits need no exp at all, only a lookup and a double add.
+template <class L> static const double* exp_table() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(65536);
+    for (uint32_t u = 0; u < 65536; ++u) t[u] = std::exp((double)L::get((uint16_t)u));
     return t;
   }();
   return table.data();

@@ -148,16 +148,6 @@ constexpr int BLOCK = 2048;
 // float lanes (at most BLOCK / LANES terms each), then the lanes in double in a fixed order.
 // Meanwhile the next block (source elements at `next`) is prefetched, so memory
 // streams while the exps are computed (nothing misses here for a prefetcher to see).
-// The lanes of a pack summed in double: lane l into partial sum l % 8, then a fixed tree (the same
-// bits on every path; one chain of 32 dependent adds was a third of a short row's time).
-template <class K> static TM_INLINE double lane_sum(const Pack<K>& acc) {
-  constexpr int W = Pack<K>::LANES;
-  double part[8];
-  for (int l = 0; l < 8; ++l) part[l] = (double)acc.lane(l);
-  for (int l = 8; l < W; ++l) part[l % 8] += (double)acc.lane(l);
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-}
-
 // 64 ones then 64 zeros: the pack at Ones<K>::at + 64 - v keeps its lanes below v (v <= 64 lanes).
 template <class K> struct Ones {
 #define TM_ONE8 K(1), K(1), K(1), K(1), K(1), K(1), K(1), K(1)
@@ -185,7 +175,12 @@ static TM_INLINE double block_sum_exp(const K* p, int n, int valid, K m, const S
     if (i + W > valid) e = e * load(Ones<K>::at + 64 - (valid - i));  // padding adds exactly 0
     acc = acc + e;
   }
-  return lane_sum(acc);
+  // Lane l into partial sum l % 8, then a fixed tree (the same bits on every path): one chain of 32
+  // dependent adds was a third of a short row's time.
+  double part[8];
+  for (int l = 0; l < 8; ++l) part[l] = (double)acc.lane(l);
+  for (int l = 8; l < W; ++l) part[l % 8] += (double)acc.lane(l);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
 // Fold one block into the row's running (max M, sum S of e^(x - M)); false if
@@ -231,31 +226,16 @@ static TM_INLINE bool block_lse(const K* p, int n, int valid, const Src* next, d
   return true;
 }
 
-// Sum of e^x over a row of 16-bit values from the float table: runs of 256 elements in 8 float lanes
-// (element i in lane i % 8; 32 terms a lane, as precise as the float32 path's lanes), each run's lanes
-// added in a fixed tree in double, the runs in order in double: the same bits on every path. Scalar
-// loads (Zen 4's gathers were 2x slower); three operations an element.
-static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const float* table) {
-  constexpr int64_t RUN = 256;
-  double total = 0.0;
-  for (int64_t j = 0; j < V; j += RUN) {
-    const int64_t n = std::min<int64_t>(RUN, V - j);
-    const uint16_t* p = x + j;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (int l = 0; l < 8; ++l) acc[l] += table[p[i + l]];
-    for (int l = 0; i < n; ++i, ++l) acc[l] += table[p[i]];
-    total += (((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3])) +
-             (((double)acc[4] + (double)acc[5]) + ((double)acc[6] + (double)acc[7]));
-  }
-  return total;
+// Sum of e^x over a row of 16-bit values from the table, in 8 double lanes
+// (element i in lane i % 8) added in a fixed order: the same bits on every path.
+static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const double* table) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= V; i += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += table[x[i + l]];
+  for (int l = 0; i < V; ++i, ++l) acc[l] += table[x[i]];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
-
-// The table's sum is used where terms lost to float's range cannot matter: entries below 2^-126 (x <
-// -87.3) are off by at most 2^-150 each, so V of them by < 2^-100 of a sum >= 2^-70 for any V < 2^30;
-// an entry past float's range made the sum inf, and NaN stays NaN. Otherwise the max-shifted path.
-static TM_INLINE bool table_ok(double s) { return s >= 0x1p-70 && s <= std::numeric_limits<double>::max(); }
 
 // Fold a row of V values into a running (max M, sum S of e^(x - M)); false if it holds +inf or NaN.
 // A whole row from M = -inf, S = 0 is row_nll's log-sum-exp; slices of a row folded in turn carry it
@@ -268,7 +248,7 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
   const S* x = reinterpret_cast<const S*>(row);
   if constexpr (TABLE && sizeof(S) == 2) {
     double s = table_sum(x, V, exp_table<L>());
-    if (table_ok(s)) {
+    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) {
       if (0.0 > M) { sum = sum * std::exp(M) + s; M = 0.0; }
       else sum += s * std::exp(-M);
       return true;
@@ -299,10 +279,11 @@ static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
   using S = typename L::S;
   const S* x = reinterpret_cast<const S*>(row);
   if constexpr (sizeof(S) == 2) {
-    // No max shift is needed while table_ok (every logit below 88, the largest above -48, no NaN);
-    // otherwise the general path decides.
+    // No max shift is needed while the sum stays a normal double: terms lost to
+    // underflow are below 2^-1022 each, so below 2^-100 of a sum >= 2^-900.
+    // Otherwise (a logit > 709, all logits < -620, NaN or +inf) the general path decides.
     double s = table_sum(x, V, exp_table<L>());
-    if (table_ok(s)) return std::log(s) - (double)L::get(x[target]);
+    if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) return std::log(s) - (double)L::get(x[target]);
   }
   double M = -std::numeric_limits<double>::infinity(), sum = 0.0;
   if (!row_fold<L, false>(row, V, M, sum)) return std::numeric_limits<double>::quiet_NaN();

@@ -84,8 +84,7 @@ class ROUGE(Metric):
                 return (rouge_rows_gpu(tok, off, p, r, seg, self._kinds),)
             out = _text.rouge_scores_ids(tok, off, p, r, seg, self._kinds, threads)
             return (out.reshape(len(p), 3 * len(self._kinds)),)
-        if is_token_input(predictions) and not (isinstance(predictions, (list, tuple))
-                                                and not any(len(p) for p in predictions)):  # [[]]: pretokenized
+        if not (isinstance(self.tokenizer, str) and self.tokenizer == PRETOKENIZED) and is_token_input(predictions):
             raise TypeError("the predictions are token IDs, which are tokens already: leave tokenizer=None")
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the predictions are text")
