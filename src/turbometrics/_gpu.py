@@ -132,11 +132,6 @@ def _stream(ptr: int) -> Any:
     return _STREAMS[ptr]
 
 
-def _to_host(d: Any, rows: Rows) -> np.ndarray:
-    """A device array copied to the host after the kernels queued on the rows' stream."""
-    return _back(d, rows.stream)
-
-
 def _back(d: Any, stream: Any) -> np.ndarray:
     """A device array copied to the host after the work queued on ``stream``."""
     out = d.copy_to_host(stream=stream)
@@ -275,7 +270,7 @@ def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
         return cupy.asarray(d)
     if rows.kind == "numba":
         return d
-    host = _to_host(d, rows)
+    host = _back(d, rows.stream)
     if rows.torch_host:
         import torch
 
@@ -311,9 +306,9 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
     launch()
     n = len(out)
     if host:
-        h = _to_host(buf, rows)
+        h = _back(buf, rows.stream)
         return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
-    return out, tg.counted_from(_to_host(status, rows) if tg.counted is None else None, rows)
+    return out, tg.counted_from(_back(status, rows.stream) if tg.counted is None else None, rows)
 
 
 def _as_pairs(rows: Rows) -> Rows:
@@ -421,7 +416,7 @@ class HeadFold:
 
     def result(self) -> tuple:
         """(max, sum, bad, target logit) as host arrays."""
-        return tuple(_to_host(a, self.rows) for a in self.state)
+        return tuple(_back(a, self.rows.stream) for a in self.state)
 
 
 def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray,

@@ -209,15 +209,14 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
     return t64, counted
 
 
-@functools.cache
+_TARGETS: dict = {}  # dtype.num -> _targets_of(dtype): a dict lookup on an int is the cheapest
+
+
 def _targets_of(dtype: np.dtype) -> Any:
     """``_dense.targets`` specialised for ``dtype`` (the fused function's own dispatch costs ~1 us a call)."""
     from ._ext import _dense
 
     return _dense.targets[f"{'u' if dtype.kind == 'u' else ''}int{8 * dtype.itemsize}_t"]
-
-
-_TARGETS: dict = {}  # dtype.num -> _targets_of(dtype): a dict lookup on an int is the cheapest
 
 
 @functools.cache

@@ -264,15 +264,10 @@ def _intervals(plan: Plan, mean: np.ndarray, low: np.ndarray, high: np.ndarray, 
         cast(high[cols]), n_resamples, confidence, seed, mode))
 
 
-def _sacrebleu_source(seed: Any) -> np.random.SeedSequence:
-    """The seed of sacrebleu's ``default_rng(seed)``, made once (None: fresh entropy), so that two
-    systems can be resampled with the same draws."""
-    return np.random.SeedSequence(seed)
-
-
 def _sacrebleu_scores(plan: Plan, source: np.random.SeedSequence, n_resamples: int, threads: int) -> list:
-    """sacrebleu's resampled scores: ``idx = default_rng(seed).choice(n, (N, n))``, float32 statistics
-    summed per resample, scored in float32 as sacrebleu does. Draws and sums in compiled code
+    """sacrebleu's resampled scores: ``idx = default_rng(seed).choice(n, (N, n))`` (``source`` is
+    ``SeedSequence(seed)``, made once by the caller so that two systems share the draws, also for a None
+    seed), float32 statistics summed per resample, scored in float32 as sacrebleu does. Draws and sums in compiled code
     (``_ext/resample.hpp``, the same numbers) unless the seed's entropy is not an integer."""
     stats32 = np.array(plan.rows, dtype="float32")
     words = _words(source.entropy)
@@ -288,7 +283,7 @@ def _sacrebleu_scores(plan: Plan, source: np.random.SeedSequence, n_resamples: i
 
 def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any, threads: int) -> ConfidenceInterval:
     # sacrebleu's Score.estimate_ci: sorted Python values, statistics.mean.
-    raw = sorted(_sacrebleu_scores(plan, _sacrebleu_source(seed), n_resamples, threads))
+    raw = sorted(_sacrebleu_scores(plan, np.random.SeedSequence(seed), n_resamples, threads))
     lo = n_resamples // 40
     low, high = raw[lo], raw[n_resamples - lo - 1]
     return ConfidenceInterval(float(plan.point[0]), float(statistics.mean(raw)), float(0.5 * (high - low)),
@@ -376,10 +371,11 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         return PairedTestResult(b_score, s_score, p, method, n_resamples, seed, mode)
     if mode == "sacrebleu":
         # sacrebleu seeds the paired test with `seed or None`, the baseline's interval with seed.
-        source = _sacrebleu_source(seed or None)  # one entropy: both systems see the same resamples
+        source = np.random.SeedSequence(seed or None)  # one entropy: both systems see the same resamples
         scores_b = np.array(_sacrebleu_scores(base, source, n_resamples, threads))
         scores_s = np.array(_sacrebleu_scores(sys_, source, n_resamples, threads))
-        own = scores_b if seed else np.array(_sacrebleu_scores(base, _sacrebleu_source(seed), n_resamples, threads))
+        own = scores_b if seed else np.array(_sacrebleu_scores(base, np.random.SeedSequence(seed), n_resamples,
+                                                               threads))
         b_mean, b_ci = _numpy_ci(own)
         s_mean, s_ci = _numpy_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)
