@@ -206,7 +206,13 @@ SIGINT_CALLS = {
 
 @pytest.mark.parametrize("name", sorted(SIGINT_CALLS))
 def test_sigint_stops_a_long_text_call(name):
-    code = "import sys, time, numpy as np, turbometrics as tm\n" + textwrap.dedent(SIGINT_CALLS[name]) + textwrap.dedent("""
+    # The child reports, then resets, the SIGINT disposition and mask it inherited: a pytest worker whose
+    # earlier tests left SIGINT ignored or blocked passes that on, and the call would then run to its end.
+    code = "import signal, sys, time, numpy as np, turbometrics as tm\n" + textwrap.dedent(SIGINT_CALLS[name]) + textwrap.dedent("""
+        print("inherited:", signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []),
+              file=sys.stderr, flush=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
         print("ready", flush=True)
         t = time.perf_counter()
         try:
@@ -222,7 +228,12 @@ def test_sigint_stops_a_long_text_call(name):
         time.sleep(1.0)  # the call is under way (it runs for well over 10 s uninterrupted)
         sent = time.perf_counter()
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            pytest.fail(f"no exit 30 s after SIGINT; stdout {out!r}, stderr {err!r}")
         waited = time.perf_counter() - sent
     finally:
         p.kill()
