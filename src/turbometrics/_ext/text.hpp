@@ -73,11 +73,25 @@ static void replace_all(U32& s, const char* pat, const char* rep, U32& tmp) {
 
 enum Tokenizer : int { TOK_13A = 0, TOK_CHAR = 1, TOK_NONE = 2, TOK_INTL = 3, TOK_ZH = 4 };
 
-// Tokens as spans of `text`.
+// A token's hash, one code point a step (so that a tokenizer can hash as it writes): a multiply per step,
+// its top bits taken by Fibonacci hashing in the maps. Token ids are handed out in insertion order, so the
+// hash changes speed only, never a result.
+constexpr uint64_t TOKEN_HASH_SEED = 0x243f6a8885a308d3ULL;
+static inline uint64_t token_hash_step(uint64_t h, uint32_t c) { return (h ^ c) * 0xff51afd7ed558ccdULL; }
+static inline uint64_t token_hash_end(uint64_t h) { return h ^ (h >> 29); }
+static inline uint64_t token_hash(const uint32_t* p, int32_t len) {
+  uint64_t h = TOKEN_HASH_SEED;
+  for (int32_t i = 0; i < len; ++i) h = token_hash_step(h, p[i]);
+  return token_hash_end(h);
+}
+
+// Tokens as spans of `text`; `hash` holds each token's token_hash where the tokenizer made them as it went
+// (13a's one pass), else it is empty.
 struct Tokens {
   U32 text;
   std::vector<int32_t> start, len;
-  void clear() { text.clear(); start.clear(); len.clear(); }
+  std::vector<uint64_t> hash;
+  void clear() { text.clear(); start.clear(); len.clear(); hash.clear(); }
   size_t size() const { return start.size(); }
 };
 
@@ -282,15 +296,24 @@ struct State {
   bool has2 = false, has3 = false, has4 = false;
   bool in = false;                   // the split is inside a token
   int64_t nt = 0, tok0 = 0;          // characters written; the current token's first
+  uint64_t hash = 0;                 // the current token's hash so far
+  int32_t *start, *len;              // the next token's slots (sized for the most tokens a line can give)
+  uint64_t* hashes;
 };
 
 #define TM_AI inline __attribute__((always_inline))
-static TM_AI void split(State& s, Tokens& out, uint32_t* txt, uint32_t c, uint8_t k) {
+static TM_AI void end_token(State& s) {
+  *s.len++ = (int32_t)(s.nt - s.tok0);
+  *s.hashes++ = token_hash_end(s.hash);
+  s.in = false;
+}
+static TM_AI void split(State& s, Tokens&, uint32_t* txt, uint32_t c, uint8_t k) {
   if (white(k)) {
-    if (s.in) { out.len.push_back((int32_t)(s.nt - s.tok0)); s.in = false; }
+    if (s.in) end_token(s);
     return;
   }
-  if (!s.in) { s.tok0 = s.nt; out.start.push_back((int32_t)s.nt); s.in = true; }
+  if (!s.in) { s.tok0 = s.nt; *s.start++ = (int32_t)s.nt; s.hash = TOKEN_HASH_SEED; s.in = true; }
+  s.hash = token_hash_step(s.hash, c);
   txt[s.nt++] = c;
 }
 // Pass 4: ([0-9])(-) -> '\1 \2 '
@@ -339,9 +362,16 @@ static TM_AI void pass1(State& s, Tokens& o, uint32_t* t, uint32_t c, uint8_t k)
 template <class T>
 static bool tokenize(const T* x, int64_t n, Tokens& out) {
   out.clear();
-  out.text.resize((size_t)n);  // the passes add only blanks, which the split drops
+  // the passes add only blanks, which the split drops: at most n characters, so at most n tokens
+  out.text.resize((size_t)n + 1);
+  out.start.resize((size_t)n + 1);
+  out.len.resize((size_t)n + 1);
+  out.hash.resize((size_t)n + 1);
   uint32_t* txt = out.text.data();
   State s;
+  s.start = out.start.data();
+  s.len = out.len.data();
+  s.hashes = out.hash.data();
   pass1(s, out, txt, ' ', BLANK);  // 13a's f' {line} '
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t c = x[i];
@@ -355,15 +385,19 @@ static bool tokenize(const T* x, int64_t n, Tokens& out) {
       s.h4 = s.h3; s.k4 = s.k3; s.h3 = s.h2; s.k3 = s.k2; s.h2 = c; s.k2 = k;
       continue;
     }
-    if (k == SPECIAL) return false;
+    if (k == SPECIAL) { out.clear(); return false; }
     pass1(s, out, txt, c, k);
   }
   pass1(s, out, txt, ' ', BLANK);
   if (s.has2) { pass3(s, out, txt, s.h2, s.k2); s.has2 = false; }
   if (s.has3) { pass4(s, out, txt, s.h3, s.k3); s.has3 = false; }
   if (s.has4) { split(s, out, txt, s.h4, s.k4); s.has4 = false; }
-  if (s.in) out.len.push_back((int32_t)(s.nt - s.tok0));
+  if (s.in) end_token(s);
   out.text.resize((size_t)s.nt);
+  const size_t nt = (size_t)(s.start - out.start.data());
+  out.start.resize(nt);
+  out.len.resize(nt);
+  out.hash.resize(nt);
   return true;
 }
 #undef TM_AI
@@ -507,6 +541,11 @@ struct TokenIds {
     shift = sh;
   }
   size_t used = 0;  // chunks in use
+  static bool same(const uint32_t* a, const uint32_t* b, int32_t len) {  // inline: most tokens are short
+    if (len > 16) return std::memcmp(a, b, (size_t)len * sizeof(uint32_t)) == 0;
+    for (int32_t i = 0; i < len; ++i) if (a[i] != b[i]) return false;
+    return true;
+  }
   const uint32_t* keep(const uint32_t* p, int32_t len) {
     if (used == 0 || chunks[used - 1].size() + len > chunks[used - 1].capacity()) {
       if (used == chunks.size()) chunks.emplace_back();
@@ -517,19 +556,14 @@ struct TokenIds {
     c.insert(c.end(), p, p + len);
     return c.data() + c.size() - len;
   }
-  int32_t id(const uint32_t* p, int32_t len) {
+  int32_t id(const uint32_t* p, int32_t len) { return id(p, len, token_hash(p, len)); }
+  // h: token_hash(p, len)
+  int32_t id(const uint32_t* p, int32_t len, uint64_t h) {
     if (2 * ((size_t)next + 1) > mask + 1) grow();
-    // Two code points a multiplication (one each was a chain of dependent multiplies), the length
-    // folded in; Fibonacci hashing then takes the product's top bits.
-    uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)len;
-    int32_t i = 0;
-    for (; i + 2 <= len; i += 2) h = (h ^ ((uint64_t)p[i] | ((uint64_t)p[i + 1] << 32))) * 0xff51afd7ed558ccdULL;
-    if (i < len) h = (h ^ p[i]) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 29;
     size_t k = fib_hash(h, shift);
     while (slots[k].id >= 0) {
       Slot& s = slots[k];
-      if (s.hash == h && s.len == len && std::memcmp(s.p, p, (size_t)len * sizeof(uint32_t)) == 0) return s.id;
+      if (s.hash == h && s.len == len && same(s.p, p, len)) return s.id;
       k = (k + 1) & mask;
     }
     slots[k] = {h, own ? keep(p, len) : p, len, next};
@@ -589,7 +623,11 @@ struct Levels {
 // The dense ids (exact) of one token list into `ids`.
 static void sequence_ids(const Tokens& t, TokenIds& tids, std::vector<int32_t>& ids) {
   ids.resize(t.size());
-  for (size_t i = 0; i < t.size(); ++i) ids[i] = tids.id(t.text.data() + t.start[i], t.len[i]);
+  const uint32_t* txt = t.text.data();
+  if (t.hash.size() == t.size())
+    for (size_t i = 0; i < t.size(); ++i) ids[i] = tids.id(txt + t.start[i], t.len[i], t.hash[i]);
+  else
+    for (size_t i = 0; i < t.size(); ++i) ids[i] = tids.id(txt + t.start[i], t.len[i]);
 }
 
 // Map tokens to dense ids (exact) into lv.uni[s] for each token list.
