@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._arrays import is_torch, to_host
+from ._ext._text import str_scan
 
 # Kernel dtype codes (dense.hpp: tmk::Code).
 F16, BF16, F32, F64 = 0, 1, 2, 3
@@ -345,13 +346,12 @@ def _as_list(x: Any, name: str, what: str) -> list:
         raise TypeError(f"{name} must be {what}, got {type(x).__name__}") from None
 
 
-def _check_strs(items: list, name: str, allow_none: bool = False) -> None:
-    """Every item a str (or None); a C-speed type scan, a closer look only if it fails."""
-    if set(map(type, items)) <= ({str, type(None)} if allow_none else {str}):
-        return
-    for i, t in enumerate(items):
-        if not (isinstance(t, str) or (allow_none and t is None)):  # str subclasses are fine
-            raise TypeError(f"{name}[{i}] must be a str{' or None' if allow_none else ''}, got {type(t).__name__}")
+def _check_strs(items: list, name: str, allow_none: bool = False) -> bool:
+    """Every item a str (or None); returns whether one is None."""
+    bad, none = str_scan(items, allow_none)  # compiled: set(map(type, items)) took 5 ms per 200,000 texts
+    if bad >= 0:
+        raise TypeError(f"{name}[{bad}] must be a str{' or None' if allow_none else ''}, got {type(items[bad]).__name__}")
+    return none
 
 
 def as_texts(texts: Any, name: str) -> list[str]:
@@ -370,7 +370,7 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     streams = _as_list(references, name, "a list of reference streams (lists of strings)")
     if not streams:
         raise ValueError(f"{name} is empty: give at least one reference stream")
-    out = []
+    out, gaps = [], []
     for j, stream in enumerate(streams):
         if isinstance(stream, (str, bytes)):
             raise TypeError(f"{name}[{j}] must be a stream (list) of strings, not a str; "
@@ -378,9 +378,9 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
         s = _as_list(stream, f"{name}[{j}]", "a list of strings")
         if len(s) != n:
             raise ValueError(f"{name}[{j}] has {len(s)} segments but there are {n} hypotheses")
-        _check_strs(s, f"{name}[{j}]", allow_none=True)
+        gaps.append(_check_strs(s, f"{name}[{j}]", allow_none=True))
         out.append(s)
-    if all(None in s for s in out):  # only then can a segment have no reference at all
+    if all(gaps):  # only then can a segment have no reference at all
         missing = [i for i in range(n) if all(s[i] is None for s in out)]
         if missing:
             raise ValueError(f"segment {missing[0]} has no reference (every entry is None)")

@@ -89,6 +89,22 @@ cdef StrView _view(object s) except *:
     return v
 
 
+def str_scan(list items, bint allow_none):
+    """(the index of the first item that is neither a str nor, where allowed, None, or -1; whether an
+    item is None): the validation layer's type scan of a text list, one pointer test per item."""
+    cdef Py_ssize_t i
+    cdef bint none = False
+    for i in range(len(items)):
+        x = items[i]
+        if isinstance(x, str):
+            continue
+        if x is None and allow_none:
+            none = True
+            continue
+        return i, none
+    return -1, none
+
+
 def tokenize(text, int tok):
     """The tokens of one string (after rstrip), as a list of str."""
     cdef Scratch w
