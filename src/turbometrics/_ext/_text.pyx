@@ -121,16 +121,18 @@ cdef _segment_views(list hyps, list refs, bint lowercase, vector[StrView]& hv, v
         hyps = [h.lower() for h in hyps]
         refs = [[s.lower() if s is not None else None for s in stream] for stream in refs]
     cdef Py_ssize_t n = len(hyps), R = len(refs), i, r
+    cdef list stream
     for r in range(R):
-        if len(refs[r]) != n:
-            raise ValueError("every reference stream must have one entry per hypothesis")
+        if not isinstance(refs[r], list) or len(refs[r]) != n:
+            raise ValueError("every reference stream must be a list with one entry per hypothesis")
     hv.resize(n)
     rv.resize(n * R)
     for i in range(n):
         hv[i] = _view(hyps[i])
-        for r in range(R):
-            s = refs[r][i]
-            rv[i * R + r] = _view(s)
+    for r in range(R):
+        stream = refs[r]
+        for i in range(n):
+            rv[i * R + r] = _view(stream[i])
     return hyps, refs
 
 
