@@ -128,7 +128,7 @@ def exact_sum(values: np.ndarray) -> float:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.size <= _PENDING:  # small: fsum alone (no state to keep), as ExactSum.value rounds pending values
         try:
-            return math.fsum(v.tolist())
+            return math.fsum(memoryview(v))  # its items come as Python floats, without a list
         except ValueError:  # fsum refuses +inf + -inf
             return float("nan")
         except OverflowError:  # an intermediate overflow: the bins round the true total

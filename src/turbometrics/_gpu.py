@@ -38,7 +38,10 @@ def _torch_dtypes() -> dict:
 def use_gpu(device: str | None, *arrays: Any) -> bool:
     """Whether to run on the GPU: ``device`` if given, else whether any input lives there."""
     if device is None:
-        return any(a is not None and is_device_array(a) for a in arrays)
+        for a in arrays:  # (a loop: any() over a generator cost more than the checks on a small call)
+            if a is not None and is_device_array(a):
+                return True
+        return False
     V.check_choice(device, "device", DEVICES)
     return device == "cuda"
 
