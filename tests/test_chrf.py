@@ -88,6 +88,23 @@ def test_each_counting_path_matches_sacrebleu(alphabet, char_order, word_order):
                                                          for h, r in zip(hyps, refs[0])]
 
 
+@pytest.mark.parametrize("alphabet", ["ab c", "aé ßü„“", "a中b 😀" + "".join(chr(0x4e00 + i) for i in range(20))])
+def test_short_segment_bit_masks_match_sacrebleu(alphabet):
+    # texts of up to 256 counted characters take the bit-mask counts (1 to 4 words a mask); longer ones,
+    # and hypotheses with more than 16 distinct characters past Latin-1, the hash tables
+    rng = np.random.default_rng(len(alphabet))
+    lengths = [0, 1, 5, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 300]
+    for char_order, whitespace in [(6, False), (2, True), (9, False), (70, True)]:
+        kw = dict(char_order=char_order, word_order=0, whitespace=whitespace)
+        hyps = ["".join(rng.choice(list(alphabet), n)) for n in lengths]
+        refs = [["".join(rng.choice(list(alphabet), n)) for n in rng.permutation(lengths)],
+                [None if i % 3 == 0 else "".join(rng.choice(list(alphabet), n)) for i, n in enumerate(lengths)]]
+        got = tm.segment_chrf(hyps, refs, **kw).tolist()
+        want = [CHRF(**kw).sentence_score(h, [r for r in rs if r is not None]).score
+                for h, rs in zip(hyps, zip(*refs))]
+        assert got == want, (char_order, whitespace)
+
+
 def test_slow_agrees(wmt17):
     hyp, ref = wmt17["systems"]["FBK"][:300], wmt17["ref"][:300]
     for kw in (dict(), dict(word_order=2, lowercase=True), dict(whitespace=True, eps_smoothing=True, beta=1)):

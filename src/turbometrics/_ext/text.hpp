@@ -953,6 +953,11 @@ struct ChrfWork {
   std::vector<int64_t> per_ref;
   std::vector<const StrView*> seq;
   std::vector<int32_t> start, len;  // chrf_words' scratch
+  // chrf_chars_short's scratch: symbol -> id (0: not in the hypothesis), position masks, ids
+  uint8_t latin[256] = {};
+  std::vector<uint32_t> wide;            // the hypothesis' symbols >= 256 and their ids (ref_id)
+  std::vector<uint64_t> masks, sets;
+  std::vector<int32_t> hyp_id, ref_id;
 };
 
 static inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
@@ -1022,6 +1027,132 @@ static void level_orders(int first, int N, int base, int R, int order, ChrfWork&
   }
 }
 
+// chrf_chars_short's orders, for masks of W words.
+template <int W>
+static void chrf_short_orders(int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
+  const std::vector<U32>& sym = w.sym;
+  const std::vector<int32_t>& hid = w.hyp_id;
+  const std::vector<uint64_t>& mask = w.masks;
+  // sets: (R + 1) x Lh x W: H, then M_1..M_R
+  std::vector<uint64_t>& sets = w.sets;
+  sets.resize((size_t)(R + 1) * Lh * W);
+  for (int s = 0; s <= R; ++s)
+    for (int i = 0; i < Lh; ++i)
+      for (int q = 0; q < W; ++q) sets[((size_t)s * Lh + i) * W + q] = mask[(size_t)s * per_text + (size_t)hid[i] * W + q];
+  for (int n = 1; n <= N; ++n) {
+    const int m = Lh - n + 1;  // hypothesis n-grams
+    if (n > 1 && m > 0) {
+      const int sh = n - 1;  // n <= 257 here only matters while m > 0, so sh < 256
+      const int ws = sh / 64, bs = sh % 64;
+      for (int s = 0; s <= R; ++s)
+        for (int i = 0; i < m; ++i) {
+          const uint64_t* src = &mask[(size_t)s * per_text + (size_t)hid[i + n - 1] * W];
+          uint64_t* dst = &sets[((size_t)s * Lh + i) * W];
+          if (ws == 0) {  // dst &= src >> sh, over W words (sh < 64: every order up to 64)
+            for (int q = 0; q + 1 < W; ++q) dst[q] &= (src[q] >> bs) | (src[q + 1] << (64 - bs));
+            dst[W - 1] &= src[W - 1] >> bs;
+          } else {
+            for (int q = 0; q < W; ++q) {
+              const uint64_t lo = q + ws < W ? src[q + ws] : 0, hi = q + ws + 1 < W ? src[q + ws + 1] : 0;
+              dst[q] &= bs ? (lo >> bs) | (hi << (64 - bs)) : lo;
+            }
+          }
+        }
+    }
+    const int64_t nh = std::max(0, m);
+    for (int r = 1; r <= R; ++r) {
+      int64_t match = 0;
+      for (int i = 0; i < m; ++i) {
+        const uint64_t* H = &sets[(size_t)i * W];
+        const int wi = i / 64;
+        const uint64_t bit = (uint64_t)1 << (i % 64);
+        uint64_t before = H[wi] & (bit - 1), after = H[wi] & ~(bit | (bit - 1));
+        for (int q = 0; q < wi; ++q) before |= H[q];
+        if (before) continue;  // not this n-gram's first position
+        for (int q = wi + 1; q < W; ++q) after |= H[q];
+        const uint64_t* M = &sets[((size_t)r * Lh + i) * W];
+        if (!after) {  // once in the hypothesis (most n-grams): 1 if the reference has it
+          uint64_t any = 0;
+          for (int q = 0; q < W; ++q) any |= M[q];
+          match += any != 0;
+          continue;
+        }
+        int ch = 0, cm = 0;
+        for (int q = 0; q < W; ++q) { ch += popcount64(H[q]); cm += popcount64(M[q]); }
+        match += std::min(ch, cm);
+      }
+      const int64_t nr = std::max<int64_t>(0, (int64_t)sym[r].size() - n + 1);
+      int64_t* st = &w.per_ref[((size_t)(r - 1) * order + n - 1) * 3];
+      st[0] = nr > 0 ? nh : 0;
+      st[1] = nr;
+      st[2] = (nh > 0 && nr > 0) ? match : 0;
+    }
+  }
+}
+
+// Character orders 1..N of texts of at most 256 counted symbols (w.sym), by bit masks instead of a
+// hash table per order: mask[s][id] marks the positions of text s holding symbol id (ids: the
+// hypothesis' distinct symbols); for hypothesis position i, H[i] marks the hypothesis positions that
+// start the same n-gram and M_r[i] those of reference r: H_n[i] = H_{n-1}[i] & (mask[0][id(i + n - 1)]
+// >> (n - 1)), and likewise M_r. Each distinct n-gram (its first position: no lower bit in H) adds
+// min(popcount H, popcount M_r) to reference r's match count, which is what count_order sums.
+// False (nothing written) for longer texts or more than 255 distinct symbols.
+static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
+  const std::vector<U32>& sym = w.sym;
+  size_t longest = 0;
+  for (int s = 0; s <= R; ++s) longest = std::max(longest, sym[s].size());
+  if (longest > 256) return false;
+  const int W = std::max<int>(1, (int)((longest + 63) / 64));  // words per mask
+  const U32& h = sym[0];
+  const int Lh = (int)h.size();
+  // ids of the hypothesis' symbols (1..), then of each text's symbols (0: not in the hypothesis)
+  std::vector<uint32_t>& wide = w.wide;
+  wide.clear();
+  int nid = 0;
+  std::vector<int32_t>& wide_id = w.ref_id;
+  wide_id.clear();
+  auto id_of = [&](uint32_t c, bool add) -> int {  // ids 1..nid in order of first appearance
+    if (c < 256) {
+      if (!w.latin[c] && add) w.latin[c] = (uint8_t)++nid;
+      return w.latin[c];
+    }
+    for (size_t j = 0; j < wide.size(); ++j) if (wide[j] == c) return wide_id[j];
+    if (!add) return 0;
+    wide.push_back(c);
+    wide_id.push_back(++nid);
+    return nid;
+  };
+  std::vector<int32_t>& hid = w.hyp_id;
+  hid.resize((size_t)Lh);
+  bool ok = true;
+  for (int i = 0; i < Lh && ok; ++i) {
+    hid[i] = id_of(h[i], true);
+    ok = nid < 255 && wide.size() <= 16;  // the Latin-1 table holds ids as bytes; few wide symbols, searched
+  }
+  const size_t ids = (size_t)nid + 1;
+  const size_t per_text = ids * (size_t)W;
+  std::vector<uint64_t>& mask = w.masks;  // (R + 1) texts x ids x W
+  if (ok) mask.assign((size_t)(R + 1) * per_text, 0);
+  for (int i = 0; i < Lh && ok; ++i) mask[(size_t)hid[i] * W + i / 64] |= (uint64_t)1 << (i % 64);
+  for (int r = 1; r <= R && ok; ++r) {
+    uint64_t* m = &mask[(size_t)r * per_text];
+    const U32& t = sym[r];
+    for (size_t p = 0; p < t.size(); ++p) {
+      const int id = id_of(t[p], false);
+      if (id) m[(size_t)id * W + p / 64] |= (uint64_t)1 << (p % 64);
+    }
+  }
+  for (uint32_t c : h) if (c < 256) w.latin[c] = 0;  // the table is all zero between calls
+  if (!ok) return false;
+  switch (W) {  // the word loops unrolled for each mask width
+    case 1: chrf_short_orders<1>(N, R, order, Lh, per_text, w); break;
+    case 2: chrf_short_orders<2>(N, R, order, Lh, per_text, w); break;
+    case 3: chrf_short_orders<3>(N, R, order, Lh, per_text, w); break;
+    default: chrf_short_orders<4>(N, R, order, Lh, per_text, w);
+  }
+  return true;
+}
+
 // Per-order [hyp, ref, match] triples of the reference with the best F (the first on ties).
 // Characters are read in place (no copy of a text); words need the text's tokens.
 static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int nc, int nw, double beta,
@@ -1056,7 +1187,8 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
         chars(s, [&](uint32_t c) { out.push_back(c); top = std::max(top, c); });
       }
       auto syms = [&](int s, auto&& f) { for (uint32_t c : w.sym[s]) f(c); };
-      n = packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, syms, w);
+      n = chrf_chars_short(nc, R, order, w) ? nc + 1
+          : packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, syms, w);
     } else {  // long texts are read in place, once per order
       for (int s = 0; s < nseq; ++s) chars(s, [&](uint32_t c) { top = std::max(top, c); });
       n = packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, chars, w);
