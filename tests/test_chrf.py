@@ -1,4 +1,9 @@
 """chrF / chrF++ against sacrebleu: every WMT17 system, every option, adversarial strings."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sacrebleu
@@ -88,21 +93,40 @@ def test_each_counting_path_matches_sacrebleu(alphabet, char_order, word_order):
                                                          for h, r in zip(hyps, refs[0])]
 
 
-@pytest.mark.parametrize("alphabet", ["ab c", "aé ßü„“", "a中b 😀" + "".join(chr(0x4e00 + i) for i in range(20))])
-def test_short_segment_bit_masks_match_sacrebleu(alphabet):
-    # texts of up to 256 counted characters take the bit-mask counts (1 to 4 words a mask); longer ones,
-    # and hypotheses with more than 16 distinct characters past Latin-1, the hash tables
+SHORT_ALPHABETS = ["ab c", "aé ßü„“", "a中b 😀" + "".join(chr(0x4e00 + i) for i in range(20))]
+
+
+def _short_cases(alphabet):
+    """Texts of up to 256 counted characters take the bit-mask counts (1 to 4 words a mask); longer ones,
+    and hypotheses with more than 16 distinct characters past Latin-1, the hash tables."""
     rng = np.random.default_rng(len(alphabet))
     lengths = [0, 1, 5, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257, 300]
     for char_order, whitespace in [(6, False), (2, True), (9, False), (70, True)]:
-        kw = dict(char_order=char_order, word_order=0, whitespace=whitespace)
         hyps = ["".join(rng.choice(list(alphabet), n)) for n in lengths]
         refs = [["".join(rng.choice(list(alphabet), n)) for n in rng.permutation(lengths)],
                 [None if i % 3 == 0 else "".join(rng.choice(list(alphabet), n)) for i, n in enumerate(lengths)]]
+        yield hyps, refs, dict(char_order=char_order, word_order=0, whitespace=whitespace)
+
+
+@pytest.mark.parametrize("alphabet", SHORT_ALPHABETS)
+def test_short_segment_bit_masks_match_sacrebleu(alphabet):
+    for hyps, refs, kw in _short_cases(alphabet):
         got = tm.segment_chrf(hyps, refs, **kw).tolist()
         want = [CHRF(**kw).sentence_score(h, [r for r in rs if r is not None]).score
                 for h, rs in zip(hyps, zip(*refs))]
-        assert got == want, (char_order, whitespace)
+        assert got == want, kw
+
+
+def test_short_segment_bit_masks_without_popcnt():
+    # TURBOMETRICS_SIMD=baseline takes the code for CPUs without a popcount instruction
+    code = ("import json, sys, turbometrics as tm; sys.path.insert(0, sys.argv[1])\n"
+            "from test_chrf import SHORT_ALPHABETS, _short_cases\n"
+            "print(json.dumps([tm.segment_chrf(h, r, **kw).tolist() for a in SHORT_ALPHABETS "
+            "for h, r, kw in _short_cases(a)]))")
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
+                         env=dict(os.environ, TURBOMETRICS_SIMD="baseline"), check=True).stdout
+    assert json.loads(out) == [tm.segment_chrf(h, r, **kw).tolist() for a in SHORT_ALPHABETS
+                               for h, r, kw in _short_cases(a)]
 
 
 def test_slow_agrees(wmt17):

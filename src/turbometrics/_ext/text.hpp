@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -1027,9 +1028,11 @@ static void level_orders(int first, int N, int base, int R, int order, ChrfWork&
   }
 }
 
-// chrf_chars_short's orders, for masks of W words.
-template <int W>
-static void chrf_short_orders(int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
+// chrf_chars_short's orders, for masks of W words; HW: the CPU's popcount instruction.
+template <int W, bool HW>
+static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R, int order, int Lh,
+                                                                    size_t per_text, ChrfWork& w) {
+  auto pop = [](uint64_t x) { if constexpr (HW) return __builtin_popcountll(x); else return popcount64(x); };
   const std::vector<U32>& sym = w.sym;
   const std::vector<int32_t>& hid = w.hyp_id;
   const std::vector<uint64_t>& mask = w.masks;
@@ -1064,22 +1067,28 @@ static void chrf_short_orders(int N, int R, int order, int Lh, size_t per_text, 
       int64_t match = 0;
       for (int i = 0; i < m; ++i) {
         const uint64_t* H = &sets[(size_t)i * W];
-        const int wi = i / 64;
-        const uint64_t bit = (uint64_t)1 << (i % 64);
-        uint64_t before = H[wi] & (bit - 1), after = H[wi] & ~(bit | (bit - 1));
-        for (int q = 0; q < wi; ++q) before |= H[q];
-        if (before) continue;  // not this n-gram's first position
-        for (int q = wi + 1; q < W; ++q) after |= H[q];
         const uint64_t* M = &sets[((size_t)r * Lh + i) * W];
-        if (!after) {  // once in the hypothesis (most n-grams): 1 if the reference has it
-          uint64_t any = 0;
-          for (int q = 0; q < W; ++q) any |= M[q];
-          match += any != 0;
-          continue;
+        const int wi = i / 64;
+        uint64_t before = H[wi] & (((uint64_t)1 << (i % 64)) - 1);
+        for (int q = 0; q < wi; ++q) before |= H[q];
+        if constexpr (HW) {  // without branches: which n-grams repeat is data, not a pattern
+          int ch = 0, cm = 0;
+          for (int q = 0; q < W; ++q) { ch += pop(H[q]); cm += pop(M[q]); }
+          match += before ? 0 : std::min(ch, cm);  // at this n-gram's first position
+        } else {
+          if (before) continue;  // not this n-gram's first position
+          uint64_t after = H[wi] & ~((((uint64_t)1 << (i % 64)) << 1) - 1);
+          for (int q = wi + 1; q < W; ++q) after |= H[q];
+          if (!after) {  // once in the hypothesis (most n-grams): 1 if the reference has it
+            uint64_t any = 0;
+            for (int q = 0; q < W; ++q) any |= M[q];
+            match += any != 0;
+            continue;
+          }
+          int ch = 0, cm = 0;
+          for (int q = 0; q < W; ++q) { ch += pop(H[q]); cm += pop(M[q]); }
+          match += std::min(ch, cm);
         }
-        int ch = 0, cm = 0;
-        for (int q = 0; q < W; ++q) { ch += popcount64(H[q]); cm += popcount64(M[q]); }
-        match += std::min(ch, cm);
       }
       const int64_t nr = std::max<int64_t>(0, (int64_t)sym[r].size() - n + 1);
       int64_t* st = &w.per_ref[((size_t)(r - 1) * order + n - 1) * 3];
@@ -1088,6 +1097,34 @@ static void chrf_short_orders(int N, int R, int order, int Lh, size_t per_text, 
       st[2] = (nh > 0 && nr > 0) ? match : 0;
     }
   }
+}
+
+template <bool HW>
+static inline __attribute__((always_inline)) void chrf_short_orders_by(int W, int N, int R, int order, int Lh,
+                                                                       size_t per_text, ChrfWork& w) {
+  switch (W) {  // the word loops unrolled for each mask width
+    case 1: chrf_short_orders<1, HW>(N, R, order, Lh, per_text, w); break;
+    case 2: chrf_short_orders<2, HW>(N, R, order, Lh, per_text, w); break;
+    case 3: chrf_short_orders<3, HW>(N, R, order, Lh, per_text, w); break;
+    default: chrf_short_orders<4, HW>(N, R, order, Lh, per_text, w);
+  }
+}
+// The x86-64 baseline has no POPCNT (__builtin_popcountll is a library call there): this copy is built
+// for it and taken when the CPU has it (every x86-64 CPU since 2008); other targets have a popcount.
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("popcnt")))
+#endif
+static void chrf_short_orders_popcnt(int W, int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
+  chrf_short_orders_by<true>(W, N, R, order, Lh, per_text, w);
+}
+static inline bool have_popcnt() {  // TURBOMETRICS_SIMD=baseline: the baseline's code, as for the dense paths
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = __builtin_cpu_supports("popcnt") &&
+                          !(std::getenv("TURBOMETRICS_SIMD") && std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
+  return yes;
+#else
+  return true;
+#endif
 }
 
 // Character orders 1..N of texts of at most 256 counted symbols (w.sym), by bit masks instead of a
@@ -1144,12 +1181,10 @@ static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
   }
   for (uint32_t c : h) if (c < 256) w.latin[c] = 0;  // the table is all zero between calls
   if (!ok) return false;
-  switch (W) {  // the word loops unrolled for each mask width
-    case 1: chrf_short_orders<1>(N, R, order, Lh, per_text, w); break;
-    case 2: chrf_short_orders<2>(N, R, order, Lh, per_text, w); break;
-    case 3: chrf_short_orders<3>(N, R, order, Lh, per_text, w); break;
-    default: chrf_short_orders<4>(N, R, order, Lh, per_text, w);
-  }
+  if (have_popcnt())
+    chrf_short_orders_popcnt(W, N, R, order, Lh, per_text, w);
+  else
+    chrf_short_orders_by<false>(W, N, R, order, Lh, per_text, w);
   return true;
 }
 
