@@ -1,6 +1,10 @@
 """BLEU and its tokenizers against sacrebleu: the WMT17 systems, every option, adversarial strings."""
 import itertools
+import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -289,3 +293,29 @@ def test_thread_count_does_not_change_text_results(wmt17):
     a, b = tm.rouge(hyp, ref, use_stemmer=True, num_threads=1), tm.rouge(hyp, ref, use_stemmer=True, num_threads=3)
     for t in a:
         np.testing.assert_array_equal(a[t].fmeasure, b[t].fmeasure)
+
+
+def _repeating_segments():
+    """Segments of 0-70 words from a 4-word vocabulary (n-grams that repeat; up to 64 words take the
+    bit-mask counts), 1 or 2 references with gaps."""
+    rng = np.random.default_rng(64)
+    words = ["a", "b", "c", "d"]
+    lengths = [0, 1, 2, 5, 20, 63, 64, 65, 70]
+    hyps = [" ".join(rng.choice(words, n)) for n in lengths]
+    refs = [[" ".join(rng.choice(words, n)) for n in rng.permutation(lengths)],
+            [None if i % 2 else " ".join(rng.choice(words, n)) for i, n in enumerate(lengths)]]
+    return hyps, refs
+
+
+def test_bit_mask_counts_match_sacrebleu_with_and_without_popcnt():
+    hyps, refs = _repeating_segments()
+    got = tm.segment_bleu(hyps, refs).tolist()
+    assert got == [BLEU(effective_order=True).sentence_score(h, [r for r in rs if r is not None]).score
+                   for h, rs in zip(hyps, zip(*refs))]
+    # TURBOMETRICS_SIMD=baseline takes the code for CPUs without a popcount instruction
+    code = ("import json, sys, turbometrics as tm; sys.path.insert(0, sys.argv[1])\n"
+            "from test_bleu import _repeating_segments\n"
+            "print(json.dumps(tm.segment_bleu(*_repeating_segments()).tolist()))")
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
+                         env=dict(os.environ, TURBOMETRICS_SIMD="baseline"), check=True).stdout
+    assert json.loads(out) == got

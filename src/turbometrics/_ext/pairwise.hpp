@@ -163,7 +163,7 @@ static void chrf_symbol_ids(const StrView* texts, int64_t n, bool whitespace, bo
                             std::vector<std::vector<int32_t>>& word_ids, size_t& n_words) {
   std::vector<U32> text((size_t)n);
   std::vector<Tokens> wt(words ? (size_t)n : 0);
-  struct Work { std::vector<int32_t> start, len; };
+  struct Work { Buf<int32_t> start, len; };
   tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
     load(texts[i], texts[i].len, text[i]);
     if (words) { U32 copy = text[i]; chrf_words(copy, wt[i], w.start, w.len); }

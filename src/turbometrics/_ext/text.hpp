@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "parallel.hpp"
@@ -46,7 +47,18 @@ static inline bool is_13a_punct(uint32_t c) {
          (c >= 0x28 && c <= 0x2b) || (c >= 0x3a && c <= 0x40) || c == 0x2f;
 }
 
-typedef std::vector<uint32_t> U32;
+// std::allocator whose value-initialisation is default-initialisation: resize() leaves new numbers
+// unwritten. The 13a pass sizes a line's token buffers for its worst case (about 20 bytes a character)
+// before writing them; zero-filling them first was a quarter of the tokenizer's time.
+template <class T> struct NoFill : std::allocator<T> {
+  template <class U> struct rebind { typedef NoFill<U> other; };
+  NoFill() = default;
+  template <class U> NoFill(const NoFill<U>&) noexcept {}
+  template <class U> void construct(U* p) noexcept { ::new ((void*)p) U; }
+  template <class U, class... A> void construct(U* p, A&&... a) { ::new ((void*)p) U(std::forward<A>(a)...); }
+};
+template <class T> using Buf = std::vector<T, NoFill<T>>;
+typedef Buf<uint32_t> U32;
 
 // s = s.replace(pat, rep) with Python's semantics (leftmost, non-overlapping).
 static void replace_all(U32& s, const char* pat, const char* rep, U32& tmp) {
@@ -90,8 +102,8 @@ static inline uint64_t token_hash(const uint32_t* p, int32_t len) {
 // (13a's one pass), else it is empty.
 struct Tokens {
   U32 text;
-  std::vector<int32_t> start, len;
-  std::vector<uint64_t> hash;
+  Buf<int32_t> start, len;
+  Buf<uint64_t> hash;
   void clear() { text.clear(); start.clear(); len.clear(); hash.clear(); }
   size_t size() const { return start.size(); }
 };
@@ -665,6 +677,56 @@ static inline int popcount64(uint64_t x) {
   x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
   return (int)((x * 0x0101010101010101ULL) >> 56);
 }
+// The x86-64 baseline has no POPCNT (__builtin_popcountll is a library call there): hot loops get a copy
+// built for it (TM_POPCNT_TARGET), taken when the CPU has it (every x86-64 CPU since 2008; have_popcnt);
+// other targets have a popcount instruction in their baseline.
+#if defined(__x86_64__) || defined(__i386__)
+#define TM_POPCNT_TARGET __attribute__((target("popcnt")))
+#else
+#define TM_POPCNT_TARGET
+#endif
+// TURBOMETRICS_SIMD=baseline takes the baseline's code, as it does for the dense paths.
+static inline bool have_popcnt() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool yes = __builtin_cpu_supports("popcnt") &&
+                          !(std::getenv("TURBOMETRICS_SIMD") && std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
+  return yes;
+#else
+  return true;
+#endif
+}
+
+// correct_n of bleu_counts_short from the n-gram position sets: H[i] (the hypothesis), then M_s[i] at
+// s * Lh + i. HW: with the popcount instruction, every position without a branch.
+template <bool HW>
+static inline __attribute__((always_inline)) int64_t bleu_short_correct(const uint64_t* H, int Lh, int m, int R) {
+  int64_t correct = 0;
+  for (int i = 0; i < m; ++i) {
+    const uint64_t self = H[i];
+    const bool first = !(self & (((uint64_t)1 << i) - 1));  // this n-gram's first position
+    if constexpr (HW) {
+      int best = 0;
+      for (int s = 1; s <= R; ++s) best = std::max(best, __builtin_popcountll(H[(size_t)s * Lh + i]));
+      correct += first ? std::min(__builtin_popcountll(self), best) : 0;
+    } else {
+      if (!first) continue;
+      if (!(self & (self - 1))) {  // once in the hypothesis (most n-grams): 1 if any reference has it
+        uint64_t any = 0;
+        for (int s = 1; s <= R; ++s) any |= H[(size_t)s * Lh + i];
+        correct += any != 0;
+        continue;
+      }
+      int best = 0;
+      for (int s = 1; s <= R; ++s) best = std::max(best, popcount64(H[(size_t)s * Lh + i]));
+      correct += std::min(popcount64(self), best);
+    }
+  }
+  return correct;
+}
+TM_POPCNT_TARGET static int64_t bleu_short_correct_popcnt(const uint64_t* H, int Lh, int m, int R) {
+  return bleu_short_correct<true>(H, Lh, m, R);
+}
+
 
 static bool bleu_counts_short(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out) {
   const std::vector<std::vector<int32_t>>& uni = w.lv.uni;
@@ -679,26 +741,13 @@ static bool bleu_counts_short(BleuWork& w, int nseq, size_t n_ids, int N, int64_
   H.resize((size_t)nseq * Lh);
   for (int s = 0; s < nseq; ++s)
     for (int i = 0; i < Lh; ++i) H[(size_t)s * Lh + i] = mask[(size_t)s * n_ids + h[i]];
+  const bool popcnt = have_popcnt();
   for (int n = 1; n <= N && n <= Lh; ++n) {
     const int m = Lh - n + 1;
     if (n > 1)
       for (int s = 0; s < nseq; ++s)
         for (int i = 0; i < m; ++i) H[(size_t)s * Lh + i] &= mask[(size_t)s * n_ids + h[i + n - 1]] >> (n - 1);
-    int64_t correct = 0;
-    for (int i = 0; i < m; ++i) {
-      const uint64_t self = H[i];
-      if (self & (((uint64_t)1 << i) - 1)) continue;  // not this n-gram's first position
-      if (!(self & (self - 1))) {  // once in the hypothesis (most n-grams): 1 if any reference has it
-        uint64_t any = 0;
-        for (int s = 1; s <= R; ++s) any |= H[(size_t)s * Lh + i];
-        correct += any != 0;
-        continue;
-      }
-      int best = 0;
-      for (int s = 1; s <= R; ++s) best = std::max(best, popcount64(H[(size_t)s * Lh + i]));
-      correct += std::min(popcount64(self), best);
-    }
-    out[1 + n] = correct;
+    out[1 + n] = popcnt ? bleu_short_correct_popcnt(H.data(), Lh, m, R) : bleu_short_correct<false>(H.data(), Lh, m, R);
   }
   for (int s = 0; s < nseq; ++s)
     for (int32_t id : uni[s]) mask[(size_t)s * n_ids + id] = 0;
@@ -801,7 +850,7 @@ static inline bool is_ascii_punct(uint32_t c) {  // string.punctuation
 // chrF's words: split(), then one leading or trailing ASCII punctuation mark
 // split off a word longer than one character (the trailing one first).
 // `start`/`len` are scratch (swapped with out's, so no buffer is allocated per text).
-static void chrf_words(U32& s, Tokens& out, std::vector<int32_t>& start, std::vector<int32_t>& len) {
+static void chrf_words(U32& s, Tokens& out, Buf<int32_t>& start, Buf<int32_t>& len) {
   split_into(s, out);
   start.clear();
   len.clear();
@@ -953,7 +1002,7 @@ struct ChrfWork {
   GramCounts<u128> g128;
   std::vector<int64_t> per_ref;
   std::vector<const StrView*> seq;
-  std::vector<int32_t> start, len;  // chrf_words' scratch
+  Buf<int32_t> start, len;  // chrf_words' scratch
   // chrf_chars_short's scratch: symbol -> id (0: not in the hypothesis), position masks, ids
   uint8_t latin[256] = {};
   std::vector<uint32_t> wide;            // the hypothesis' symbols >= 256 and their ids (ref_id)
@@ -1109,22 +1158,8 @@ static inline __attribute__((always_inline)) void chrf_short_orders_by(int W, in
     default: chrf_short_orders<4, HW>(N, R, order, Lh, per_text, w);
   }
 }
-// The x86-64 baseline has no POPCNT (__builtin_popcountll is a library call there): this copy is built
-// for it and taken when the CPU has it (every x86-64 CPU since 2008); other targets have a popcount.
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("popcnt")))
-#endif
-static void chrf_short_orders_popcnt(int W, int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
+TM_POPCNT_TARGET static void chrf_short_orders_popcnt(int W, int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
   chrf_short_orders_by<true>(W, N, R, order, Lh, per_text, w);
-}
-static inline bool have_popcnt() {  // TURBOMETRICS_SIMD=baseline: the baseline's code, as for the dense paths
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool yes = __builtin_cpu_supports("popcnt") &&
-                          !(std::getenv("TURBOMETRICS_SIMD") && std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
-  return yes;
-#else
-  return true;
-#endif
 }
 
 // Character orders 1..N of texts of at most 256 counted symbols (w.sym), by bit masks instead of a
