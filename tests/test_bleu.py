@@ -319,3 +319,15 @@ def test_bit_mask_counts_match_sacrebleu_with_and_without_popcnt():
     out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
                          env=dict(os.environ, TURBOMETRICS_SIMD="baseline"), check=True).stdout
     assert json.loads(out) == got
+
+
+@settings(max_examples=100, deadline=None)
+@given(refs=st.lists(ADVERSARIAL, min_size=1, max_size=8), gaps=st.lists(st.booleans(), min_size=8, max_size=8),
+       tokenize=st.sampled_from(TOKENIZERS))
+def test_prepared_references_of_adversarial_text(refs, gaps, tokenize):
+    # prepared references are joined in per-thread buffers, Latin-1 texts as bytes: the tokens of tm.tokenize
+    second = [None if gap else r[::-1] for r, gap in zip(refs, gaps)]
+    prepared = tm.prepare_references([refs, second], tokenize=tokenize, num_threads=2)
+    for stream, texts in zip(prepared.streams, (refs, second)):
+        assert [None if p is None else p.split(" ") if p else [] for p in stream] == \
+               [None if r is None else tm.tokenize(r, tokenize) for r in texts]

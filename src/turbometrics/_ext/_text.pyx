@@ -43,8 +43,13 @@ cdef extern from "text.hpp" namespace "tmt":
     void c_tokenize "tmt::tokenize"(const StrView& s, int tok, Scratch& w, Tokens& out) except +raise_py nogil
     void c_bleu_stats "tmt::bleu_stats"(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok,
                                         int tok_ref, int N, int64_t* out, int nthreads) except +raise_py nogil
-    void c_tokenize_joined "tmt::tokenize_joined"(const StrView* texts, int64_t n, int tok, vector[unsigned int]& out,
-                                                  vector[int64_t]& offsets, int nthreads) except +raise_py nogil
+    cdef cppclass Joined:
+        vector[vector[unsigned char]] bytes
+        vector[vector[unsigned int]] wide
+        vector[int] which, kind
+        vector[int64_t] at, len
+    void c_tokenize_joined "tmt::tokenize_joined"(const StrView* texts, int64_t n, int tok, Joined& out,
+                                                  int nthreads) except +raise_py nogil
     double c_bleu_score "tmt::bleu_score"(const int64_t* st, int N, int smooth, double smooth_value,
                                           cbool effective, cbool neumaier, double* prec, double* correct,
                                           double* total, double* bp) except +raise_py nogil
@@ -187,11 +192,12 @@ def tokenize_many(list texts, int tok, bint lowercase, int nthreads):
     tv.resize(n)
     for i in range(n):
         tv[i] = _view(texts[i])
-    cdef vector[unsigned int] buf
-    cdef vector[int64_t] off
+    cdef Joined j
     with nogil:
-        c_tokenize_joined(tv.data(), n, tok, buf, off, nthreads)
-    return [PyUnicode_FromKindAndData(4, buf.data() + off[i], off[i + 1] - off[i]) if texts[i] is not None else None
+        c_tokenize_joined(tv.data(), n, tok, j, nthreads)
+    return [None if texts[i] is None else
+            PyUnicode_FromKindAndData(1, j.bytes[j.which[i]].data() + j.at[i], j.len[i]) if j.kind[i] == 1 else
+            PyUnicode_FromKindAndData(4, j.wide[j.which[i]].data() + j.at[i], j.len[i])
             for i in range(n)]
 
 

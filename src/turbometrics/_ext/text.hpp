@@ -6,10 +6,12 @@
 // parallel. The Python layer validates everything first.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -1366,23 +1368,54 @@ static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t 
 
 // Tokenize texts (n views) into one buffer: tokens joined by single spaces, text i
 // occupying [offsets[i], offsets[i+1]) of `out` (code points).
-static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, std::vector<uint32_t>& out,
-                                   std::vector<int64_t>& offsets, int nthreads) {
-  std::vector<U32> parts((size_t)n);
-  struct Work { Scratch w; Tokens t; };
-  tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& s, int64_t i) {
+// Each text's tokens joined by single spaces, into per-thread buffers (no heap vector per text, no copy
+// into one buffer after). A Latin-1 text's tokens are Latin-1 too (the tokenizers add only spaces and
+// ASCII), so they go to the thread's byte buffer, a quarter of the memory: text i's are
+// bytes[which[i]] (kind[i] 1) or wide[which[i]] (kind[i] 4), [at[i], at[i] + len[i]). Absent: len 0.
+struct Joined {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::vector<uint32_t>> wide;
+  std::vector<int32_t> which, kind;
+  std::vector<int64_t> at, len;
+};
+template <class C>
+static inline void join_tokens(const Tokens& t, std::vector<C>& b) {
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (k) b.push_back(' ');
+    const uint32_t* p = t.text.data() + t.start[k];
+    for (int32_t j = 0; j < t.len[k]; ++j) {
+      if (sizeof(C) == 1 && p[j] > 0xff) throw std::logic_error("tokenize_joined: a Latin-1 text gave a wider token");
+      b.push_back((C)p[j]);
+    }
+  }
+}
+static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, Joined& out, int nthreads) {
+  const size_t teams = (size_t)std::max(1, nthreads);  // one buffer per thread of the team, at most nthreads
+  out.bytes.assign(teams, {});
+  out.wide.assign(teams, {});
+  out.which.assign((size_t)n, 0);
+  out.kind.assign((size_t)n, 1);
+  out.at.assign((size_t)n, 0);
+  out.len.assign((size_t)n, 0);
+  std::atomic<int> next{0};
+  struct Work { Scratch w; Tokens t; int idx; };
+  tmp::parallel_for(n, 64, nthreads, [&] { return Work{Scratch(), Tokens(), next++}; }, [&](Work& s, int64_t i) {
     if (!texts[i].data) return;
     tokenize(texts[i], tok, s.w, s.t);
-    U32& p = parts[i];
-    for (size_t k = 0; k < s.t.size(); ++k) {
-      if (k) p.push_back(' ');
-      p.insert(p.end(), s.t.text.begin() + s.t.start[k], s.t.text.begin() + s.t.start[k] + s.t.len[k]);
+    out.which[i] = s.idx;
+    if (texts[i].kind == 1) {
+      std::vector<uint8_t>& b = out.bytes[(size_t)s.idx];
+      out.at[i] = (int64_t)b.size();
+      join_tokens(s.t, b);
+      out.len[i] = (int64_t)b.size() - out.at[i];
+    } else {
+      std::vector<uint32_t>& b = out.wide[(size_t)s.idx];
+      out.kind[i] = 4;
+      out.at[i] = (int64_t)b.size();
+      join_tokens(s.t, b);
+      out.len[i] = (int64_t)b.size() - out.at[i];
     }
   }, "text");
-  offsets.assign((size_t)n + 1, 0);
-  for (int64_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + (int64_t)parts[i].size();
-  out.resize((size_t)offsets[n]);
-  for (int64_t i = 0; i < n; ++i) if (!parts[i].empty()) std::memcpy(&out[offsets[i]], parts[i].data(), parts[i].size() * 4);
 }
 
 static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
