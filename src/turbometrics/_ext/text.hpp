@@ -1007,9 +1007,9 @@ struct ChrfWork {
   Buf<int32_t> start, len;  // chrf_words' scratch
   // chrf_chars_short's scratch: symbol -> id (0: not in the hypothesis), position masks, ids
   uint8_t latin[256] = {};
-  std::vector<uint32_t> wide;            // the hypothesis' symbols >= 256 and their ids (ref_id)
+  std::vector<uint32_t> wide;            // the hypothesis' symbols >= 256, and their ids
   std::vector<uint64_t> masks, sets;
-  std::vector<int32_t> hyp_id, ref_id;
+  std::vector<int32_t> hyp_id, wide_id;
 };
 
 static inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
@@ -1170,7 +1170,8 @@ TM_POPCNT_TARGET static void chrf_short_orders_popcnt(int W, int N, int R, int o
 // start the same n-gram and M_r[i] those of reference r: H_n[i] = H_{n-1}[i] & (mask[0][id(i + n - 1)]
 // >> (n - 1)), and likewise M_r. Each distinct n-gram (its first position: no lower bit in H) adds
 // min(popcount H, popcount M_r) to reference r's match count, which is what count_order sums.
-// False (nothing written) for longer texts or more than 255 distinct symbols.
+// False (nothing written) for a text over 256 symbols, a hypothesis of 255 or more distinct symbols, or
+// one of more than 16 distinct symbols past Latin-1 (they are looked up by a linear search).
 static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
   const std::vector<U32>& sym = w.sym;
   size_t longest = 0;
@@ -1183,7 +1184,7 @@ static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
   std::vector<uint32_t>& wide = w.wide;
   wide.clear();
   int nid = 0;
-  std::vector<int32_t>& wide_id = w.ref_id;
+  std::vector<int32_t>& wide_id = w.wide_id;
   wide_id.clear();
   auto id_of = [&](uint32_t c, bool add) -> int {  // ids 1..nid in order of first appearance
     if (c < 256) {
