@@ -123,11 +123,8 @@ def tokenize(text, int tok):
 def token_count(list texts, int tok):
     """The number of tokens in ``texts`` (str each) under tokenizer ``tok``, on the calling thread: the
     tokenizer alone, for benchmarks (the tokens are made and dropped)."""
-    cdef vector[StrView] tv
+    cdef vector[StrView] tv = _views(texts)
     cdef Py_ssize_t n = len(texts), i
-    tv.resize(n)
-    for i in range(n):
-        tv[i] = _view(texts[i])
     cdef Scratch w
     cdef Tokens t
     cdef int64_t total = 0
@@ -187,11 +184,8 @@ def tokenize_many(list texts, int tok, bint lowercase, int nthreads):
     """Each text (or None) tokenized, its tokens joined by single spaces (None stays None)."""
     if lowercase:
         texts = [t.lower() if t is not None else None for t in texts]
-    cdef vector[StrView] tv
+    cdef vector[StrView] tv = _views(texts, True)
     cdef Py_ssize_t n = len(texts), i
-    tv.resize(n)
-    for i in range(n):
-        tv[i] = _view(texts[i])
     cdef Joined j
     with nogil:
         c_tokenize_joined(tv.data(), n, tok, j, nthreads)
@@ -543,12 +537,13 @@ cdef class PunktSplitter:
         return [PyUnicode_FromKindAndData(4, buf.data() + off[i], off[i + 1] - off[i]) for i in range(len(texts))]
 
 
-cdef vector[StrView] _views(list texts) except *:
+cdef vector[StrView] _views(list texts, bint allow_none=False) except *:
+    """Views of ``texts`` (str each; or None where allowed: a view with no data)."""
     cdef vector[StrView] tv
     tv.resize(len(texts))
     cdef Py_ssize_t i
     for i in range(len(texts)):
-        if texts[i] is None:
+        if texts[i] is None and not allow_none:
             raise TypeError("expected a str, got None")
         tv[i] = _view(texts[i])
     return tv
