@@ -322,7 +322,7 @@ static TM_AI void end_token(State& s) {
   *s.hashes++ = token_hash_end(s.hash);
   s.in = false;
 }
-static TM_AI void split(State& s, Tokens&, uint32_t* txt, uint32_t c, uint8_t k) {
+static TM_AI void split(State& s, uint32_t* txt, uint32_t c, uint8_t k) {
   if (white(k)) {
     if (s.in) end_token(s);
     return;
@@ -332,45 +332,45 @@ static TM_AI void split(State& s, Tokens&, uint32_t* txt, uint32_t c, uint8_t k)
   txt[s.nt++] = c;
 }
 // Pass 4: ([0-9])(-) -> '\1 \2 '
-static TM_AI void pass4(State& s, Tokens& o, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass4(State& s, uint32_t* t, uint32_t c, uint8_t k) {
   if (s.has4) {
     if (s.k4 == DIGIT && k == DASH) {
-      split(s, o, t, s.h4, s.k4); split(s, o, t, ' ', BLANK); split(s, o, t, c, k); split(s, o, t, ' ', BLANK);
+      split(s, t, s.h4, s.k4); split(s, t, ' ', BLANK); split(s, t, c, k); split(s, t, ' ', BLANK);
       s.has4 = false;
       return;
     }
-    split(s, o, t, s.h4, s.k4);
+    split(s, t, s.h4, s.k4);
   }
   s.h4 = c; s.k4 = k; s.has4 = true;
 }
 // Pass 3: ([\.,])([^0-9]) -> ' \1 \2'
-static TM_AI void pass3(State& s, Tokens& o, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass3(State& s, uint32_t* t, uint32_t c, uint8_t k) {
   if (s.has3) {
     if (s.k3 == DOTCOMMA && k != DIGIT) {
-      pass4(s, o, t, ' ', BLANK); pass4(s, o, t, s.h3, s.k3); pass4(s, o, t, ' ', BLANK); pass4(s, o, t, c, k);
+      pass4(s, t, ' ', BLANK); pass4(s, t, s.h3, s.k3); pass4(s, t, ' ', BLANK); pass4(s, t, c, k);
       s.has3 = false;
       return;
     }
-    pass4(s, o, t, s.h3, s.k3);
+    pass4(s, t, s.h3, s.k3);
   }
   s.h3 = c; s.k3 = k; s.has3 = true;
 }
 // Pass 2: ([^0-9])([\.,]) -> '\1 \2 '
-static TM_AI void pass2(State& s, Tokens& o, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass2(State& s, uint32_t* t, uint32_t c, uint8_t k) {
   if (s.has2) {
     if (s.k2 != DIGIT && k == DOTCOMMA) {
-      pass3(s, o, t, s.h2, s.k2); pass3(s, o, t, ' ', BLANK); pass3(s, o, t, c, k); pass3(s, o, t, ' ', BLANK);
+      pass3(s, t, s.h2, s.k2); pass3(s, t, ' ', BLANK); pass3(s, t, c, k); pass3(s, t, ' ', BLANK);
       s.has2 = false;
       return;
     }
-    pass3(s, o, t, s.h2, s.k2);
+    pass3(s, t, s.h2, s.k2);
   }
   s.h2 = c; s.k2 = k; s.has2 = true;
 }
 // Pass 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> ' \1 ' (a blank stays one blank, see BLANK)
-static TM_AI void pass1(State& s, Tokens& o, uint32_t* t, uint32_t c, uint8_t k) {
-  if (k == PUNCT) { pass2(s, o, t, ' ', BLANK); pass2(s, o, t, c, k); pass2(s, o, t, ' ', BLANK); }
-  else pass2(s, o, t, c, k);
+static TM_AI void pass1(State& s, uint32_t* t, uint32_t c, uint8_t k) {
+  if (k == PUNCT) { pass2(s, t, ' ', BLANK); pass2(s, t, c, k); pass2(s, t, ' ', BLANK); }
+  else pass2(s, t, c, k);
 }
 
 // False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, which clears out).
@@ -387,7 +387,7 @@ static bool tokenize(const T* x, int64_t n, Tokens& out) {
   s.start = out.start.data();
   s.len = out.len.data();
   s.hashes = out.hash.data();
-  pass1(s, out, txt, ' ', BLANK);  // 13a's f' {line} '
+  pass1(s, txt, ' ', BLANK);  // 13a's f' {line} '
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t c = x[i];
     const uint8_t k = cls(c);
@@ -396,17 +396,17 @@ static bool tokenize(const T* x, int64_t n, Tokens& out) {
     // held ones just move on. (One OR of the classes: four byte compares were merged by GCC through
     // the stack, a store-forwarding stall that took 70% of the loop.)
     if (((unsigned)k | s.k2 | s.k3 | s.k4) < 4 && (s.has2 & s.has3 & s.has4)) {
-      split(s, out, txt, s.h4, s.k4);
+      split(s, txt, s.h4, s.k4);
       s.h4 = s.h3; s.k4 = s.k3; s.h3 = s.h2; s.k3 = s.k2; s.h2 = c; s.k2 = k;
       continue;
     }
     if (k == SPECIAL) { out.clear(); return false; }
-    pass1(s, out, txt, c, k);
+    pass1(s, txt, c, k);
   }
-  pass1(s, out, txt, ' ', BLANK);
-  if (s.has2) { pass3(s, out, txt, s.h2, s.k2); s.has2 = false; }
-  if (s.has3) { pass4(s, out, txt, s.h3, s.k3); s.has3 = false; }
-  if (s.has4) { split(s, out, txt, s.h4, s.k4); s.has4 = false; }
+  pass1(s, txt, ' ', BLANK);
+  if (s.has2) { pass3(s, txt, s.h2, s.k2); s.has2 = false; }
+  if (s.has3) { pass4(s, txt, s.h3, s.k3); s.has3 = false; }
+  if (s.has4) { split(s, txt, s.h4, s.k4); s.has4 = false; }
   if (s.in) end_token(s);
   out.text.resize((size_t)s.nt);
   const size_t nt = (size_t)(s.start - out.start.data());
@@ -1400,7 +1400,12 @@ static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, Joi
   out.len.assign((size_t)n, 0);
   std::atomic<int> next{0};
   struct Work { Scratch w; Tokens t; int idx; };
-  tmp::parallel_for(n, 64, nthreads, [&] { return Work{Scratch(), Tokens(), next++}; }, [&](Work& s, int64_t i) {
+  auto init = [&] {  // once per thread of the team, which has at most nthreads
+    const int idx = next++;
+    if ((size_t)idx >= teams) throw std::logic_error("tokenize_joined: more threads than buffers");
+    return Work{Scratch(), Tokens(), idx};
+  };
+  tmp::parallel_for(n, 64, nthreads, init, [&](Work& s, int64_t i) {
     if (!texts[i].data) return;
     tokenize(texts[i], tok, s.w, s.t);
     out.which[i] = s.idx;
