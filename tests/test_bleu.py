@@ -226,6 +226,40 @@ def test_13a_one_pass_tokenizer_equals_sacrebleus_on_dense_punctuation():
         assert tm.tokenize(text, "13a") == tok(text.rstrip()).split(), repr(text)
 
 
+def test_13a_every_latin1_character_in_every_storage_and_across_mask_words():
+    """The Latin-1 13a classifies 16 bytes at a time and reads sub-words off 64-bit masks: every byte next
+    to the characters the passes act on, the same line stored as UCS-2 and UCS-4 (the table path), and
+    long lines whose sub-words, '.', ',' and digit-'-' pairs straddle the 64-character mask words."""
+    tok = sacrebleu_tokenizers()["13a"]
+    for b in map(chr, range(256)):
+        for pattern in ("x{0}y 5{0}- .{0}, {0} 1{0}2 -{0}5 {0}{0}{0} {0}.", "{0}", "9{0}", "{0}-", "{0}a"):
+            line = pattern.format(b)
+            for wide in ("", " \u0100", " \U0001F600"):  # Latin-1, UCS-2, UCS-4 storage
+                assert tm.tokenize(line + wide, "13a") == tok((line + wide).rstrip()).split(), repr(line + wide)
+    rng = random.Random(64)
+    alphabet = list("abcdefgh ab5,.-()'") + ["ab.", "2017,", "5-", "Wort", "  "]
+    for _ in range(3000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(20, 120)))
+        for wide in ("", " \u201e"):
+            assert tm.tokenize(line + wide, "13a") == tok((line + wide).rstrip()).split(), repr(line + wide)
+
+
+def test_13a_token_ids_agree_between_storages_and_hash_paths():
+    """A token's hash comes from one load of its bytes (Latin-1, up to 8 characters, not at the line's end)
+    or from its code points: both must give one id, or BLEU would miss matches. The same words in a
+    Latin-1 hypothesis and in UCS-2 references, in the middle and at the end of lines."""
+    words = ["a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "Straße", "ausgezeichnet", "x" * 17, "é"]
+    rng = random.Random(8)
+    hyps, refs = [], []
+    for _ in range(300):
+        ws = [rng.choice(words) for _ in range(rng.randint(1, 12))]
+        hyps.append(" ".join(ws))
+        refs.append("\u201e " + " ".join(reversed(ws)) if rng.random() < 0.5 else " ".join(ws) + " \u201e")
+    ours = tm.corpus_bleu(hyps, [refs])
+    assert_same(ours, sacrebleu.corpus_bleu(hyps, [refs]))
+    assert ours.counts[0] == sum(len(h.split()) for h in hyps)  # every unigram matched
+
+
 def test_intl_tables_come_from_the_installed_regex():
     import regex
 

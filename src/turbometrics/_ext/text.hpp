@@ -14,6 +14,9 @@
 #include <stdexcept>
 #include <utility>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "parallel.hpp"
 #include "unicode_tables.hpp"
@@ -88,16 +91,66 @@ static void replace_all(U32& s, const char* pat, const char* rep, U32& tmp) {
 
 enum Tokenizer : int { TOK_13A = 0, TOK_CHAR = 1, TOK_NONE = 2, TOK_INTL = 3, TOK_ZH = 4 };
 
-// A token's hash, one code point a step (so that a tokenizer can hash as it writes): a multiply per step,
-// its top bits taken by Fibonacci hashing in the maps. Token ids are handed out in insertion order, so the
+// A token's hash, sixteen code points a step: chunks of eight, each as two 64-bit words (the low bytes
+// of its code points, and their second bytes; zero past the token), four independent multiplies summed;
+// at least one step, so every token of up to 16 characters takes the same branch-free path. Bits above
+// 16 of a code point are left out (an astral character loses its plane: a collision, which costs a
+// comparison, never a wrong id). A Latin-1 token (second bytes all zero) hashes straight from two 8-byte
+// loads of its bytes (token_hash_bytes): one function of the code points whatever a string's storage.
+// The maps take the top bits (Fibonacci hashing). Token ids are handed out in insertion order, so the
 // hash changes speed only, never a result.
 constexpr uint64_t TOKEN_HASH_SEED = 0x243f6a8885a308d3ULL;
-static inline uint64_t token_hash_step(uint64_t h, uint32_t c) { return (h ^ c) * 0xff51afd7ed558ccdULL; }
-static inline uint64_t token_hash_end(uint64_t h) { return h ^ (h >> 29); }
-static inline uint64_t token_hash(const uint32_t* p, int32_t len) {
-  uint64_t h = TOKEN_HASH_SEED;
-  for (int32_t i = 0; i < len; ++i) h = token_hash_step(h, p[i]);
-  return token_hash_end(h);
+constexpr uint64_t token_hash_step(uint64_t h, uint64_t lo0, uint64_t lo1, uint64_t hi0, uint64_t hi1) {
+  return (h ^ lo0) * 0xff51afd7ed558ccdULL + lo1 * 0xc4ceb9fe1a85ec53ULL + hi0 * 0x9e3779b97f4a7c15ULL +
+         hi1 * 0xd6e8feb86659fd93ULL;
+}
+constexpr uint64_t token_hash(const uint32_t* p, int32_t len) {
+  uint64_t h = TOKEN_HASH_SEED ^ (uint64_t)len;
+  for (int32_t i = 0; i < len || i == 0; i += 16) {
+    uint64_t w[4] = {0, 0, 0, 0};  // lo0, lo1, hi0, hi1
+    for (int32_t j = 0; j < 16 && i + j < len; ++j) {
+      w[j / 8] |= (uint64_t)(p[i + j] & 0xff) << (8 * (j % 8));
+      w[2 + j / 8] |= (uint64_t)((p[i + j] >> 8) & 0xff) << (8 * (j % 8));
+    }
+    h = token_hash_step(h, w[0], w[1], w[2], w[3]);
+  }
+  return h ^ (h >> 29);
+}
+// The first k bytes of two words, k = 0..16.
+struct Keep16 {
+  uint64_t m[17][2];
+  constexpr Keep16() : m() {
+    for (int k = 0; k <= 16; ++k)
+      for (int j = 0; j < 16; ++j)
+        if (j < k) m[k][j / 8] |= 0xffULL << (8 * (j % 8));
+  }
+};
+static constexpr Keep16 KEEP16;
+// token_hash of the Latin-1 text p[0, len): p must hold len rounded up to 16 bytes, and at least 16.
+static inline uint64_t token_hash_bytes(const uint8_t* p, int32_t len) {
+  uint64_t h = TOKEN_HASH_SEED ^ (uint64_t)len;
+  int32_t i = 0;
+  do {
+    const int32_t k = std::min(len - i, 16);
+    uint64_t w0, w1;
+    std::memcpy(&w0, p + i, 8);
+    std::memcpy(&w1, p + i + 8, 8);
+    h = token_hash_step(h, w0 & KEEP16.m[k][0], w1 & KEEP16.m[k][1], 0, 0);
+    i += 16;
+  } while (i < len);
+  return h ^ (h >> 29);
+}
+
+// The bits of the lanes of a vector compare (0 or all ones each), lane j at bit j.
+typedef uint8_t u8x16 __attribute__((vector_size(16)));
+static inline uint64_t movemask(u8x16 v) {
+#if defined(__SSE2__)
+  return (uint64_t)(uint32_t)_mm_movemask_epi8((__m128i)v);
+#else
+  uint64_t m = 0;
+  for (int j = 0; j < 16; ++j) m |= (uint64_t)(v[j] & 1) << j;
+  return m;
+#endif
 }
 
 // Tokens as spans of `text`; `hash` holds each token's token_hash where the tokenizer made them as it went
@@ -282,15 +335,19 @@ static void tok_zh(U32& a, U32& b) {
 
 // ---------------------------------------------------------------- 13a in one pass
 // The same tokens as tok_13a + split_into for a line without '<', '\n' or '&' (the literal
-// replacements then change nothing), made in one pass with no intermediate strings. Each regex pass
-// of regexp_passes is a streaming transducer (re.sub's leftmost non-overlapping scan needs one held
-// character), chained: padding and pass 1 -> pass 2 -> pass 3 -> pass 4 -> split. A run of ordinary
-// characters (no space, 13a punctuation, digit, '.', ',' or '-') can take no space inside it from
-// any pass, so once the three held characters are ordinary the run's interior is appended at once.
+// replacements then change nothing), with no intermediate strings.
+//
+// Pass 1 wraps 13a punctuation in blanks, and passes 2-4 act only on a pair of adjacent characters
+// holding '.', ',' or a '-' after a digit; every pass inserts only blanks, and a white character is just
+// [^0-9] to each. So no pass joins two sub-words (runs of characters that are neither white nor 13a
+// punctuation), what passes 2-4 make of a sub-word does not depend on what is around it, and a
+// sub-word without '.', ',' or digit-'-' is one token as it stands. The line is first classified into
+// bit masks (16 bytes at a time for a Latin-1 line), its sub-words and punctuation are read off them,
+// and the passes run (as chained streaming transducers) only on the few sub-words that need them.
 namespace t13a {
 // BLANK: ' ' itself. Pass 1 wraps 13a punctuation (' ' included) in spaces; a blank wrapped in blanks
 // is still just blank for the later passes (each looks at two adjacent characters), so it stays one.
-// The classes below 4 are neutral: no pass acts on them or next to them (see tokenize).
+// The classes below 4 are neutral: no pass acts on them or next to them.
 enum Cls : uint8_t { PLAIN = 0, BLANK = 1, SPACE = 2, PUNCT = 4, DIGIT, DOTCOMMA, DASH, SPECIAL };
 struct Table {
   uint8_t c[256];
@@ -304,121 +361,324 @@ static const Table TABLE;
 static inline uint8_t cls(uint32_t c) { return c < 256 ? TABLE.c[c] : is_space(c) ? SPACE : PLAIN; }
 static inline bool white(uint8_t k) { return k == BLANK || k == SPACE; }
 
-// The streaming passes, their state in locals so that it stays in registers.
+// The streaming passes 2-4 and the split, their state in locals so that it stays in registers.
 struct State {
   uint32_t h2 = 0, h3 = 0, h4 = 0;   // the character each pass holds back (one of lookahead)
   uint8_t k2 = 0, k3 = 0, k4 = 0;    // its class
   bool has2 = false, has3 = false, has4 = false;
   bool in = false;                   // the split is inside a token
   int64_t nt = 0, tok0 = 0;          // characters written; the current token's first
-  uint64_t hash = 0;                 // the current token's hash so far
-  int32_t *start, *len;              // the next token's slots (sized for the most tokens a line can give)
+  uint32_t* txt;                     // the tokens' characters (sized for the most a line can give)
+  int32_t *start, *len;              // the next token's slots (likewise)
   uint64_t* hashes;
 };
 
 #define TM_AI inline __attribute__((always_inline))
 static TM_AI void end_token(State& s) {
   *s.len++ = (int32_t)(s.nt - s.tok0);
-  *s.hashes++ = token_hash_end(s.hash);
+  *s.hashes++ = token_hash(s.txt + s.tok0, (int32_t)(s.nt - s.tok0));
   s.in = false;
 }
-static TM_AI void split(State& s, uint32_t* txt, uint32_t c, uint8_t k) {
+static TM_AI void split(State& s, uint32_t c, uint8_t k) {
   if (white(k)) {
     if (s.in) end_token(s);
     return;
   }
-  if (!s.in) { s.tok0 = s.nt; *s.start++ = (int32_t)s.nt; s.hash = TOKEN_HASH_SEED; s.in = true; }
-  s.hash = token_hash_step(s.hash, c);
-  txt[s.nt++] = c;
+  if (!s.in) { s.tok0 = s.nt; *s.start++ = (int32_t)s.nt; s.in = true; }
+  s.txt[s.nt++] = c;
 }
 // Pass 4: ([0-9])(-) -> '\1 \2 '
-static TM_AI void pass4(State& s, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass4(State& s, uint32_t c, uint8_t k) {
   if (s.has4) {
     if (s.k4 == DIGIT && k == DASH) {
-      split(s, t, s.h4, s.k4); split(s, t, ' ', BLANK); split(s, t, c, k); split(s, t, ' ', BLANK);
+      split(s, s.h4, s.k4); split(s, ' ', BLANK); split(s, c, k); split(s, ' ', BLANK);
       s.has4 = false;
       return;
     }
-    split(s, t, s.h4, s.k4);
+    split(s, s.h4, s.k4);
   }
   s.h4 = c; s.k4 = k; s.has4 = true;
 }
 // Pass 3: ([\.,])([^0-9]) -> ' \1 \2'
-static TM_AI void pass3(State& s, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass3(State& s, uint32_t c, uint8_t k) {
   if (s.has3) {
     if (s.k3 == DOTCOMMA && k != DIGIT) {
-      pass4(s, t, ' ', BLANK); pass4(s, t, s.h3, s.k3); pass4(s, t, ' ', BLANK); pass4(s, t, c, k);
+      pass4(s, ' ', BLANK); pass4(s, s.h3, s.k3); pass4(s, ' ', BLANK); pass4(s, c, k);
       s.has3 = false;
       return;
     }
-    pass4(s, t, s.h3, s.k3);
+    pass4(s, s.h3, s.k3);
   }
   s.h3 = c; s.k3 = k; s.has3 = true;
 }
 // Pass 2: ([^0-9])([\.,]) -> '\1 \2 '
-static TM_AI void pass2(State& s, uint32_t* t, uint32_t c, uint8_t k) {
+static TM_AI void pass2(State& s, uint32_t c, uint8_t k) {
   if (s.has2) {
     if (s.k2 != DIGIT && k == DOTCOMMA) {
-      pass3(s, t, s.h2, s.k2); pass3(s, t, ' ', BLANK); pass3(s, t, c, k); pass3(s, t, ' ', BLANK);
+      pass3(s, s.h2, s.k2); pass3(s, ' ', BLANK); pass3(s, c, k); pass3(s, ' ', BLANK);
       s.has2 = false;
       return;
     }
-    pass3(s, t, s.h2, s.k2);
+    pass3(s, s.h2, s.k2);
   }
   s.h2 = c; s.k2 = k; s.has2 = true;
 }
-// Pass 1: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> ' \1 ' (a blank stays one blank, see BLANK)
-static TM_AI void pass1(State& s, uint32_t* t, uint32_t c, uint8_t k) {
-  if (k == PUNCT) { pass2(s, t, ' ', BLANK); pass2(s, t, c, k); pass2(s, t, ' ', BLANK); }
-  else pass2(s, t, c, k);
+// Passes 2-4 and the split over one sub-word x[0, n), between blanks.
+template <class T>
+static void passes(State& s, const T* x, int64_t n) {
+  pass2(s, ' ', BLANK);
+  for (int64_t i = 0; i < n; ++i) pass2(s, x[i], cls(x[i]));
+  pass2(s, ' ', BLANK);
+  if (s.has2) { pass3(s, s.h2, s.k2); s.has2 = false; }
+  if (s.has3) { pass4(s, s.h3, s.k3); s.has3 = false; }
+  if (s.has4) { split(s, s.h4, s.k4); s.has4 = false; }
+  if (s.in) end_token(s);
+}
+#undef TM_AI
+
+// What one 64-character word of a line holds, one bit per character, by class.
+struct Bits { uint64_t white = 0, punct = 0, dotcomma = 0, dash = 0, digit = 0, special = 0; };
+
+static inline void classify(const uint32_t* x, int m, Bits& b) {
+  for (int j = 0; j < m; ++j) {
+    const uint8_t k = cls(x[j]);
+    const uint64_t bit = 1ULL << j;
+    if (white(k)) b.white |= bit;
+    else if (k == PUNCT) b.punct |= bit;
+    else if (k == DIGIT) b.digit |= bit;
+    else if (k == DOTCOMMA) b.dotcomma |= bit;
+    else if (k == DASH) b.dash |= bit;
+    else if (k == SPECIAL) b.special |= bit;
+  }
+}
+static inline void classify(const uint16_t* x, int m, Bits& b) {
+  uint32_t t[64];
+  for (int j = 0; j < m; ++j) t[j] = x[j];
+  classify(t, m, b);
+}
+// A Latin-1 word 16 bytes at a time, into the same classes as TABLE (a test tries every byte). A range
+// test is one unsigned compare of x - lo.
+// x holds 64 bytes (the scan's padded copy of the line); those past m are classified too and masked off.
+static inline void classify(const uint8_t* x, int, Bits& b) {
+  for (int q = 0; q < 4; ++q) {
+    u8x16 v;
+    std::memcpy(&v, x + 16 * q, 16);
+    auto in = [&](uint8_t lo, uint8_t hi) { return (u8x16)((u8x16)(v - lo) <= (uint8_t)(hi - lo)); };
+    auto eq = [&](uint8_t c) { return (u8x16)(v == c); };
+    const u8x16 white = in(0x09, 0x0d) | in(0x1c, 0x20) | eq(0x85) | eq(0xa0);
+    const u8x16 punct = (in(0x21, 0x2f) & ~in(0x2c, 0x2e) & ~eq('\'')) | in(0x3a, 0x40) | in(0x5b, 0x60) |
+                        in(0x7b, 0x7e);
+    const int sh = 16 * q;
+    b.white |= movemask(white) << sh;
+    b.punct |= movemask(punct) << sh;
+    b.dotcomma |= movemask(eq(',') | eq('.')) << sh;
+    b.dash |= movemask(eq('-')) << sh;
+    b.digit |= movemask(in('0', '9')) << sh;
+    b.special |= movemask(eq('<') | eq('&') | eq('\n')) << sh;
+  }
 }
 
-// False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, which clears out).
+// A line read off its class masks: its tokens' starts and ends (one past) in order, and D, one bit per
+// character (bit i % 64 of word i / 64), the characters passes 2-4 act on: '.', ',' and '-' after a digit.
+// A '.' or ',' that ends a sub-word of two or more characters (passes 2 or 3 split it off, whether a digit
+// is before it or not) is a "mark"; when the line has no other D, every sub-word is a token as it stands
+// or a word and its mark, so the marks are split off here (`plain`) and every token is read off the masks.
+// `bytes`: a Latin-1 line's copy with 64 zero bytes after it, for whole-word loads.
+struct Scan {
+  struct Word { uint64_t S, N, P, mark, D; };
+  Buf<Word> words;
+  Buf<uint64_t> D;
+  Buf<int32_t> start, end;
+  int32_t count;
+  bool plain;
+  Buf<uint8_t> bytes;
+};
+
+// The positions of the set bits of `bits`, plus base, to o; returns the end. Sixteen are written whatever
+// the count (o has room), so that a word of up to 16 takes no branch per bit.
+static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
+  const int cnt = __builtin_popcountll(bits);
+  for (int j = 0; j < 16; ++j) {
+    o[j] = base + (int32_t)__builtin_ctzll(bits | (1ULL << 63));  // (no ctz of 0)
+    bits &= bits - 1;
+  }
+  for (int j = 16; j < cnt; ++j) {
+    o[j] = base + __builtin_ctzll(bits);
+    bits &= bits - 1;
+  }
+  return o + cnt;
+}
+
+// False when the line holds '<', '\n' or '&'.
 template <class T>
-static bool tokenize(const T* x, int64_t n, Tokens& out) {
-  out.clear();
-  // the passes add only blanks, which the split drops: at most n characters, so at most n tokens
-  out.text.resize((size_t)n + 1);
+static bool scan(const T* x, int64_t n, Scan& sc) {
+  const int64_t words = n / 64 + 1;
+  sc.words.resize((size_t)words + 1);
+  sc.D.resize((size_t)words + 1);
+  sc.start.resize((size_t)n + 17);
+  sc.end.resize((size_t)n + 17);
+  Scan::Word* W = sc.words.data();
+  const T* src = x;
+  if constexpr (sizeof(T) == 1) {
+    sc.bytes.resize((size_t)n + 64);
+    std::memcpy(sc.bytes.data(), x, (size_t)n);
+    std::memset(sc.bytes.data() + n, 0, 64);
+    src = sc.bytes.data();
+  }
+  uint64_t digit_carry = 0, special = 0;
+  for (int64_t w = 0; w < words; ++w) {
+    Bits b;
+    const int cnt = (int)std::min<int64_t>(64, n - 64 * w);
+    const uint64_t valid = cnt == 64 ? ~0ULL : (1ULL << cnt) - 1;
+    if (cnt > 0) classify(src + 64 * w, cnt, b);
+    W[w].S = b.white | b.punct | ~valid;  // separators (past the end counts as white)
+    W[w].N = ~b.white & valid;            // the characters of tokens
+    W[w].P = b.punct;
+    W[w].mark = b.dotcomma;
+    sc.D[w] = W[w].D = b.dotcomma | (b.dash & ((b.digit << 1) | digit_carry));
+    digit_carry = b.digit >> 63;
+    special |= b.special & valid;
+  }
+  W[words].S = ~0ULL;
+  sc.D[words] = 0;
+  uint64_t other = 0, sub_carry = 0;
+  for (int64_t w = 0; w < words; ++w) {  // marks: '.' or ',' after a sub-word character, before a separator
+    const uint64_t sub = W[w].N & ~W[w].P;
+    W[w].mark &= ((sub << 1) | sub_carry) & ((W[w].S >> 1) | (W[w + 1].S << 63));
+    other |= W[w].D & ~W[w].mark;
+    sub_carry = sub >> 63;
+  }
+  sc.plain = other == 0;
+  const uint64_t fold = sc.plain ? ~0ULL : 0;
+  // the line starts as after a separator (white, or 13a punctuation: pass 1 wraps it in blanks)
+  uint64_t sep_carry = 1, tok_carry = 0, punct_carry = 0;
+  int32_t *st = sc.start.data(), *en = sc.end.data();
+  for (int64_t w = 0; w < words; ++w) {
+    const uint64_t S = W[w].S, N = W[w].N, P = W[w].P, mark = W[w].mark & fold;
+    const uint64_t TS = (N & (P | (S << 1) | sep_carry)) | mark;
+    const uint64_t TE = (((N << 1) | tok_carry) & (S | (P << 1) | punct_carry)) | mark;
+    st = bit_positions(TS, (int32_t)(64 * w), st);
+    en = bit_positions(TE, (int32_t)(64 * w), en);
+    sep_carry = S >> 63; tok_carry = N >> 63; punct_carry = P >> 63;
+  }
+  sc.count = (int32_t)(st - sc.start.data());
+  return !special;
+}
+
+// Any bit of D in [a, a + len)? (len >= 1; D has a zero word past the line)
+static inline bool any_d(const uint64_t* D, int64_t a, int64_t len) {
+  for (; len > 64; a += 64, len -= 64)
+    if (any_d(D, a, 64)) return true;
+  const int sh = (int)(a & 63);
+  const uint64_t win = (D[a >> 6] >> sh) | ((D[(a >> 6) + 1] << 1) << (63 - sh));
+  return (win & (~0ULL >> (64 - len))) != 0;
+}
+
+// x[0, n) -> o[0, n); Latin-1 16 characters at a time (o has 16 of slack).
+template <class T>
+static inline void widen(uint32_t* o, const T* x, int64_t n) {
+  int64_t i = 0;
+#if defined(__SSE2__)  // (GCC's __builtin_convertvector goes through the stack here)
+  if constexpr (sizeof(T) == 1) {
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128((const __m128i*)(x + i));
+      const __m128i lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+      _mm_storeu_si128((__m128i*)(o + i), _mm_unpacklo_epi16(lo, z));
+      _mm_storeu_si128((__m128i*)(o + i + 4), _mm_unpackhi_epi16(lo, z));
+      _mm_storeu_si128((__m128i*)(o + i + 8), _mm_unpacklo_epi16(hi, z));
+      _mm_storeu_si128((__m128i*)(o + i + 12), _mm_unpackhi_epi16(hi, z));
+    }
+  }
+#endif
+  for (; i < n; ++i) o[i] = x[i];
+}
+
+// Where the tokens go: the next free slots of Tokens, in locals of tokenize (so in registers; State,
+// which the out-of-line passes take by reference, is made only for them).
+struct Out { uint32_t* txt; int32_t *start, *len; uint64_t* hash; int64_t nt; };
+
+// The token [a, a + len), a span of the line as it stands (txt[0, n)); `bytes`: the line if Latin-1, with
+// 16 zero bytes after it, else null.
+static inline __attribute__((always_inline)) void emit(Out& o, const uint8_t* bytes, int64_t a, int64_t len) {
+  *o.start++ = (int32_t)a;
+  *o.len++ = (int32_t)len;
+  *o.hash++ = bytes ? token_hash_bytes(bytes + a, (int32_t)len) : token_hash(o.txt + a, (int32_t)len);
+}
+
+// The passes over one sub-word, out of line: Out goes by value both ways, so the loop keeps its own in registers.
+template <class T>
+static __attribute__((noinline)) Out passes_out(Out o, const T* x, int64_t len) {
+  State s;
+  s.txt = o.txt; s.start = o.start; s.len = o.len; s.hashes = o.hash; s.nt = o.nt;
+  passes(s, x, len);
+  o.start = s.start; o.len = s.len; o.hash = s.hashes; o.nt = s.nt;
+  return o;
+}
+
+// The tokens of a line its scan found free of '<', '\n' and '&'.
+template <class T>
+static void tokens(const T* x, int64_t n, const Scan& sc, Tokens& out) {
+  // the line, 16 of slack, then what the passes write (at most n characters); at most n tokens
+  out.text.resize(2 * (size_t)n + 16);
   out.start.resize((size_t)n + 1);
   out.len.resize((size_t)n + 1);
   out.hash.resize((size_t)n + 1);
-  uint32_t* txt = out.text.data();
-  State s;
-  s.start = out.start.data();
-  s.len = out.len.data();
-  s.hashes = out.hash.data();
-  pass1(s, txt, ' ', BLANK);  // 13a's f' {line} '
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t c = x[i];
-    const uint8_t k = cls(c);
-    // Pass 2 acts only when its new character is '.' or ',', pass 3 when the one it holds is, pass 4
-    // when it holds a digit: with this character and the three held ones neutral, none acts and the
-    // held ones just move on. (One OR of the classes: four byte compares were merged by GCC through
-    // the stack, a store-forwarding stall that took 70% of the loop.)
-    if (((unsigned)k | s.k2 | s.k3 | s.k4) < 4 && (s.has2 & s.has3 & s.has4)) {
-      split(s, txt, s.h4, s.k4);
-      s.h4 = s.h3; s.k4 = s.k3; s.h3 = s.h2; s.k3 = s.k2; s.h2 = c; s.k2 = k;
+  Out o{out.text.data(), out.start.data(), out.len.data(), out.hash.data(), n + 16};
+  widen(o.txt, x, n);
+  const uint8_t* bytes = sizeof(T) == 1 ? sc.bytes.data() : nullptr;
+  const uint64_t* D = sc.D.data();
+  const int32_t *starts = sc.start.data(), *ends = sc.end.data();
+  int32_t count = sc.count;
+  static constexpr uint32_t DOT[1] = {'.'}, COMMA[1] = {','};
+  static constexpr uint64_t HASH_DOT = token_hash(DOT, 1), HASH_COMMA = token_hash(COMMA, 1);
+  if (sc.plain) {  // every token as it stands (the marks are split off already)
+    for (int32_t k = 0; k < count; ++k) emit(o, bytes, starts[k], ends[k] - starts[k]);
+    count = 0;
+  }
+  for (int32_t k = 0; k < count; ++k) {
+    const int64_t a = starts[k], len = ends[k] - a;
+    if (len <= 64) {
+      // D's bits over the token; "word." or "2017," (D only at a last '.' or ','): the word, then the mark,
+      // without a branch (the second token's slots are written always and kept when it is there)
+      const int sh = (int)(a & 63);
+      const uint64_t d = ((D[a >> 6] >> sh) | ((D[(a >> 6) + 1] << 1) << (63 - sh))) & (~0ULL >> (64 - len));
+      const uint32_t last = x[a + len - 1];
+      const int64_t mark = (d == 1ULL << (len - 1)) & (len >= 2) & ((last == '.') | (last == ','));
+      if (__builtin_expect((d == 0) | mark, 1)) {
+        emit(o, bytes, a, len - mark);
+        o.start[0] = (int32_t)(a + len - 1);
+        o.len[0] = 1;
+        o.hash[0] = last == '.' ? HASH_DOT : HASH_COMMA;
+        o.start += mark; o.len += mark; o.hash += mark;
+        continue;
+      }
+    } else if (!any_d(D, a, len)) {
+      emit(o, bytes, a, len);
       continue;
     }
-    if (k == SPECIAL) { out.clear(); return false; }
-    pass1(s, txt, c, k);
+    o = passes_out(o, x + a, len);
   }
-  pass1(s, txt, ' ', BLANK);
-  if (s.has2) { pass3(s, txt, s.h2, s.k2); s.has2 = false; }
-  if (s.has3) { pass4(s, txt, s.h3, s.k3); s.has3 = false; }
-  if (s.has4) { split(s, txt, s.h4, s.k4); s.has4 = false; }
-  if (s.in) end_token(s);
-  out.text.resize((size_t)s.nt);
-  const size_t nt = (size_t)(s.start - out.start.data());
+  out.text.resize((size_t)o.nt);
+  const size_t nt = (size_t)(o.start - out.start.data());
   out.start.resize(nt);
   out.len.resize(nt);
   out.hash.resize(nt);
+}
+
+// False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, which clears out).
+// Every token is a run of the line's characters (the passes insert blanks only), so the line is widened
+// once and most tokens are spans of it; the passes write theirs after it.
+template <class T>
+static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
+  out.clear();
+  if (!scan(x, n, sc)) return false;
+  tokens(x, n, sc, out);
   return true;
 }
-#undef TM_AI
 }  // namespace t13a
 
-struct Scratch { U32 a, b; };
+struct Scratch { U32 a, b; t13a::Scan scan; };
 
 // The first n code points of s into a (one switch on the storage kind, not one per character).
 static void load(const StrView& s, int64_t n, U32& a) {
@@ -435,9 +695,9 @@ static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   int64_t end = s.len;
   while (end > 0 && is_space(at(s, end - 1))) --end;
   if (tok == TOK_13A) {  // one pass, unless the line needs the literal replacements
-    const bool done = s.kind == 1 ? t13a::tokenize(static_cast<const uint8_t*>(s.data), end, out)
-                    : s.kind == 2 ? t13a::tokenize(static_cast<const uint16_t*>(s.data), end, out)
-                                  : t13a::tokenize(static_cast<const uint32_t*>(s.data), end, out);
+    const bool done = s.kind == 1 ? t13a::tokenize(static_cast<const uint8_t*>(s.data), end, out, w.scan)
+                    : s.kind == 2 ? t13a::tokenize(static_cast<const uint16_t*>(s.data), end, out, w.scan)
+                                  : t13a::tokenize(static_cast<const uint32_t*>(s.data), end, out, w.scan);
     if (done) return;
   }
   U32& a = w.a;
