@@ -126,19 +126,58 @@ struct Keep16 {
   }
 };
 static constexpr Keep16 KEEP16;
-// token_hash of the Latin-1 text p[0, len): p must hold len rounded up to 16 bytes, and at least 16.
-static inline uint64_t token_hash_bytes(const uint8_t* p, int32_t len) {
-  uint64_t h = TOKEN_HASH_SEED ^ (uint64_t)len;
-  int32_t i = 0;
-  do {
+// token_hash's steps past the first 16 characters of a Latin-1 token (rare: out of the hot loop).
+static __attribute__((noinline)) uint64_t token_hash_bytes_rest(uint64_t h, const uint8_t* p, int32_t len) {
+  for (int32_t i = 16; i < len; i += 16) {
     const int32_t k = std::min(len - i, 16);
     uint64_t w0, w1;
     std::memcpy(&w0, p + i, 8);
     std::memcpy(&w1, p + i + 8, 8);
     h = token_hash_step(h, w0 & KEEP16.m[k][0], w1 & KEEP16.m[k][1], 0, 0);
-    i += 16;
-  } while (i < len);
+  }
+  return h;
+}
+// token_hash of the Latin-1 text p[0, len): p must hold len rounded up to 16 bytes, and at least 16.
+static inline uint64_t token_hash_bytes(const uint8_t* p, int32_t len) {
+  const int32_t k = std::min(len, 16);
+  uint64_t w0, w1;
+  std::memcpy(&w0, p, 8);
+  std::memcpy(&w1, p + 8, 8);
+  uint64_t h = token_hash_step(TOKEN_HASH_SEED ^ (uint64_t)len, w0 & KEEP16.m[k][0], w1 & KEEP16.m[k][1], 0, 0);
+  if (__builtin_expect(len > 16, 0)) h = token_hash_bytes_rest(h, p, len);
   return h ^ (h >> 29);
+}
+
+// token_hash of p[0, len); p holds 16 code points from the token's start (SSE2: one pass of packs).
+static inline uint64_t token_hash_wide(const uint32_t* p, int32_t len) {
+#if defined(__SSE2__) && defined(__x86_64__)
+  if (len <= 16) {
+    const __m128i ff = _mm_set1_epi32(0xff);
+    const __m128i a0 = _mm_loadu_si128((const __m128i*)p), a1 = _mm_loadu_si128((const __m128i*)(p + 4)),
+                  a2 = _mm_loadu_si128((const __m128i*)(p + 8)), a3 = _mm_loadu_si128((const __m128i*)(p + 12));
+    auto bytes = [&](int sh) {  // byte `sh / 8` of each code point, in order
+      const __m128i b0 = _mm_and_si128(_mm_srli_epi32(a0, sh), ff), b1 = _mm_and_si128(_mm_srli_epi32(a1, sh), ff),
+                    b2 = _mm_and_si128(_mm_srli_epi32(a2, sh), ff), b3 = _mm_and_si128(_mm_srli_epi32(a3, sh), ff);
+      return _mm_packus_epi16(_mm_packs_epi32(b0, b1), _mm_packs_epi32(b2, b3));
+    };
+    const __m128i lo = bytes(0), hi = bytes(8);
+    const uint64_t m0 = KEEP16.m[len][0], m1 = KEEP16.m[len][1];
+    const uint64_t h = token_hash_step(TOKEN_HASH_SEED ^ (uint64_t)len, (uint64_t)_mm_cvtsi128_si64(lo) & m0,
+                                       (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(lo, lo)) & m1,
+                                       (uint64_t)_mm_cvtsi128_si64(hi) & m0,
+                                       (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(hi, hi)) & m1);
+    return h ^ (h >> 29);
+  }
+#endif
+  return token_hash(p, len);
+}
+
+// Bits set, inline (the x86-64 baseline has no POPCNT: __builtin_popcountll was a libgcc call).
+static inline int popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return (int)((x * 0x0101010101010101ULL) >> 56);
 }
 
 // The bits of the lanes of a vector compare (0 or all ones each), lane j at bit j.
@@ -439,28 +478,11 @@ static void passes(State& s, const T* x, int64_t n) {
 // What one 64-character word of a line holds, one bit per character, by class.
 struct Bits { uint64_t white = 0, punct = 0, dotcomma = 0, dash = 0, digit = 0, special = 0; };
 
-static inline void classify(const uint32_t* x, int m, Bits& b) {
-  for (int j = 0; j < m; ++j) {
-    const uint8_t k = cls(x[j]);
-    const uint64_t bit = 1ULL << j;
-    if (white(k)) b.white |= bit;
-    else if (k == PUNCT) b.punct |= bit;
-    else if (k == DIGIT) b.digit |= bit;
-    else if (k == DOTCOMMA) b.dotcomma |= bit;
-    else if (k == DASH) b.dash |= bit;
-    else if (k == SPECIAL) b.special |= bit;
-  }
-}
-static inline void classify(const uint16_t* x, int m, Bits& b) {
-  uint32_t t[64];
-  for (int j = 0; j < m; ++j) t[j] = x[j];
-  classify(t, m, b);
-}
 // A Latin-1 word 16 bytes at a time, into the same classes as TABLE (a test tries every byte). A range
 // test is one unsigned compare of x - lo.
 // x holds 64 bytes (the scan's padded copy of the line); those past m are classified too and masked off.
-static inline void classify(const uint8_t* x, int, Bits& b) {
-  for (int q = 0; q < 4; ++q) {
+static inline void classify(const uint8_t* x, int m, Bits& b) {
+  for (int q = 0; q < (m + 15) / 16; ++q) {
     u8x16 v;
     std::memcpy(&v, x + 16 * q, 16);
     auto in = [&](uint8_t lo, uint8_t hi) { return (u8x16)((u8x16)(v - lo) <= (uint8_t)(hi - lo)); };
@@ -483,7 +505,7 @@ static inline void classify(const uint8_t* x, int, Bits& b) {
 // A '.' or ',' that ends a sub-word of two or more characters (passes 2 or 3 split it off, whether a digit
 // is before it or not) is a "mark"; when the line has no other D, every sub-word is a token as it stands
 // or a word and its mark, so the marks are split off here (`plain`) and every token is read off the masks.
-// `bytes`: a Latin-1 line's copy with 64 zero bytes after it, for whole-word loads.
+// `bytes`: the line's copy as bytes (a wider character as ' ' or 'a', its class), 64 zero bytes after it.
 struct Scan {
   struct Word { uint64_t S, N, P, mark, D; };
   Buf<Word> words;
@@ -494,18 +516,19 @@ struct Scan {
   Buf<uint8_t> bytes;
 };
 
-// The positions of the set bits of `bits`, plus base, to o; returns the end. Sixteen are written whatever
-// the count (o has room), so that a word of up to 16 takes no branch per bit.
+// Scratch that only grows: a vector's resize upwards is an out-of-line call (std::vector's
+// _M_default_append), which a resize per line made a third of a short line's time.
+template <class V> static inline void at_least(V& v, size_t n) { if (v.size() < n) v.resize(n); }
+
+// The positions of the set bits of `bits`, plus base, to o; returns the end. Eight are written at a time
+// whatever the count (o has room for 8 more), so that the loop branches once per 8 bits, not per bit.
 static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
-  const int cnt = __builtin_popcountll(bits);
-  for (int j = 0; j < 16; ++j) {
-    o[j] = base + (int32_t)__builtin_ctzll(bits | (1ULL << 63));  // (no ctz of 0)
-    bits &= bits - 1;
-  }
-  for (int j = 16; j < cnt; ++j) {
-    o[j] = base + __builtin_ctzll(bits);
-    bits &= bits - 1;
-  }
+  const int cnt = popcount64(bits);
+  for (int j = 0; j < cnt; j += 8)
+    for (int q = 0; q < 8; ++q) {
+      o[j + q] = base + (int32_t)__builtin_ctzll(bits | (1ULL << 63));  // (no ctz of 0)
+      bits &= bits - 1;
+    }
   return o + cnt;
 }
 
@@ -513,18 +536,20 @@ static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
 template <class T>
 static bool scan(const T* x, int64_t n, Scan& sc) {
   const int64_t words = n / 64 + 1;
-  sc.words.resize((size_t)words + 1);
-  sc.D.resize((size_t)words + 1);
-  sc.start.resize((size_t)n + 17);
-  sc.end.resize((size_t)n + 17);
+  at_least(sc.words, (size_t)words + 1);
+  at_least(sc.D, (size_t)words + 1);
+  at_least(sc.start, (size_t)n + 17);
+  at_least(sc.end, (size_t)n + 17);
   Scan::Word* W = sc.words.data();
-  const T* src = x;
+  // the line as bytes for the classifier: a wider character stands in as a blank or a letter
+  at_least(sc.bytes, (size_t)n + 64);
+  uint8_t* src = sc.bytes.data();
   if constexpr (sizeof(T) == 1) {
-    sc.bytes.resize((size_t)n + 64);
-    std::memcpy(sc.bytes.data(), x, (size_t)n);
-    std::memset(sc.bytes.data() + n, 0, 64);
-    src = sc.bytes.data();
+    std::memcpy(src, x, (size_t)n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) src[i] = x[i] < 256 ? (uint8_t)x[i] : is_space(x[i]) ? ' ' : 'a';
   }
+  std::memset(src + n, 0, 64);
   uint64_t digit_carry = 0, special = 0;
   for (int64_t w = 0; w < words; ++w) {
     Bits b;
@@ -603,7 +628,7 @@ struct Out { uint32_t* txt; int32_t *start, *len; uint64_t* hash; int64_t nt; };
 static inline __attribute__((always_inline)) void emit(Out& o, const uint8_t* bytes, int64_t a, int64_t len) {
   *o.start++ = (int32_t)a;
   *o.len++ = (int32_t)len;
-  *o.hash++ = bytes ? token_hash_bytes(bytes + a, (int32_t)len) : token_hash(o.txt + a, (int32_t)len);
+  *o.hash++ = bytes ? token_hash_bytes(bytes + a, (int32_t)len) : token_hash_wide(o.txt + a, (int32_t)len);
 }
 
 // The passes over one sub-word, out of line: Out goes by value both ways, so the loop keeps its own in registers.
@@ -618,24 +643,36 @@ static __attribute__((noinline)) Out passes_out(Out o, const T* x, int64_t len) 
 
 // The tokens of a line its scan found free of '<', '\n' and '&'.
 template <class T>
-static void tokens(const T* x, int64_t n, const Scan& sc, Tokens& out) {
-  // the line, 16 of slack, then what the passes write (at most n characters); at most n tokens
-  out.text.resize(2 * (size_t)n + 16);
-  out.start.resize((size_t)n + 1);
-  out.len.resize((size_t)n + 1);
-  out.hash.resize((size_t)n + 1);
-  Out o{out.text.data(), out.start.data(), out.len.data(), out.hash.data(), n + 16};
-  widen(o.txt, x, n);
+static void tokens(const T* x, int64_t n, Scan& sc, Tokens& out) {
+  // the line, 16 of slack, then what the passes write (at most n characters); at most n tokens. Sizes only
+  // grow here but for the token count: text is read through the spans alone.
+  at_least(out.text, 2 * (size_t)n + 16);
+  widen(out.text.data(), x, n);
   const uint8_t* bytes = sizeof(T) == 1 ? sc.bytes.data() : nullptr;
+  int32_t count = sc.count;
+  if (sc.plain) {  // every token as it stands (the marks are split off already): the scan's starts
+    out.start.resize((size_t)count);
+    out.len.resize((size_t)count);
+    out.hash.resize((size_t)count);
+    const int32_t *st = sc.start.data(), *en = sc.end.data();
+    int32_t *start = out.start.data(), *len = out.len.data();
+    uint64_t* hash = out.hash.data();
+    const uint32_t* txt = out.text.data();
+    for (int32_t k = 0; k < count; ++k) {
+      start[k] = st[k];
+      len[k] = en[k] - st[k];
+      hash[k] = bytes ? token_hash_bytes(bytes + st[k], len[k]) : token_hash_wide(txt + st[k], len[k]);
+    }
+    return;
+  }
+  at_least(out.start, (size_t)n + 1);
+  at_least(out.len, (size_t)n + 1);
+  at_least(out.hash, (size_t)n + 1);
+  Out o{out.text.data(), out.start.data(), out.len.data(), out.hash.data(), n + 16};
   const uint64_t* D = sc.D.data();
   const int32_t *starts = sc.start.data(), *ends = sc.end.data();
-  int32_t count = sc.count;
   static constexpr uint32_t DOT[1] = {'.'}, COMMA[1] = {','};
   static constexpr uint64_t HASH_DOT = token_hash(DOT, 1), HASH_COMMA = token_hash(COMMA, 1);
-  if (sc.plain) {  // every token as it stands (the marks are split off already)
-    for (int32_t k = 0; k < count; ++k) emit(o, bytes, starts[k], ends[k] - starts[k]);
-    count = 0;
-  }
   for (int32_t k = 0; k < count; ++k) {
     const int64_t a = starts[k], len = ends[k] - a;
     if (len <= 64) {
@@ -659,19 +696,17 @@ static void tokens(const T* x, int64_t n, const Scan& sc, Tokens& out) {
     }
     o = passes_out(o, x + a, len);
   }
-  out.text.resize((size_t)o.nt);
   const size_t nt = (size_t)(o.start - out.start.data());
   out.start.resize(nt);
   out.len.resize(nt);
   out.hash.resize(nt);
 }
 
-// False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, which clears out).
+// False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, and split_into clears out).
 // Every token is a run of the line's characters (the passes insert blanks only), so the line is widened
 // once and most tokens are spans of it; the passes write theirs after it.
 template <class T>
 static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
-  out.clear();
   if (!scan(x, n, sc)) return false;
   tokens(x, n, sc, out);
   return true;
@@ -932,13 +967,6 @@ struct BleuWork {
 // H_n[i] = H_{n-1}[i] & (hyp_mask[h[i + n - 1]] >> (n - 1)), and likewise M. Each distinct n-gram
 // (its first position: no lower bit in H) adds min(popcount H, max over s of popcount M_s), which is
 // correct_n's definition. A few word operations per position and order, no hashing.
-// Bits set, inline (the x86-64 baseline has no POPCNT: __builtin_popcountll was a libgcc call).
-static inline int popcount64(uint64_t x) {
-  x = x - ((x >> 1) & 0x5555555555555555ULL);
-  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-  return (int)((x * 0x0101010101010101ULL) >> 56);
-}
 // The x86-64 baseline has no POPCNT (__builtin_popcountll is a library call there): hot loops get a copy
 // built for it (TM_POPCNT_TARGET), taken when the CPU has it (every x86-64 CPU since 2008; have_popcnt);
 // other targets have a popcount instruction in their baseline.
