@@ -16,13 +16,34 @@ def run(*args):
                           timeout=600)
 
 
-def test_bench_quick_prints_every_metric_against_its_baselines():
-    out = run("bench", "--quick", "--repeat", "1")
+def test_bench_quick_prints_every_metric_against_its_baselines(tmp_path):
+    out = run("bench", "--quick", "--repeat", "1", "--json", str(tmp_path / "bench.json"))
     assert out.returncode == 0, out.stderr
     for case in ("perplexity f32", "perplexity bf16", "perplexity f16", "topk_accuracy k=5", "topk k=50"):
         assert case in out.stdout
     assert "slow" in out.stdout and "read" in out.stdout
     assert "sklearn" in out.stdout and "torch" in out.stdout  # the oracles of the test extra
+    # how to read it: the legend, times with units, and who is faster
+    assert "how many times faster (or slower) turbometrics is than that row" in out.stdout
+    assert "turbometrics" in out.stdout and " faster" in out.stdout and "0.0000 s" not in out.stdout
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert doc["turbometrics"] == tm.__version__ and doc["sizes"] == "quick" and doc["config"]["CPU"]["cores"]
+    rows = doc["rows"]
+    assert {r["role"] for r in rows} >= {"ours", "oracle", "slow", "read"}
+    for r in rows:
+        assert r["seconds"] > 0 and r["speedup"] == pytest.approx(r["seconds"] / r["ours_seconds"])
+        assert r["case"] in out.stdout
+
+
+def test_bench_times_read_in_fitting_units():
+    from turbometrics._bench import format_seconds
+    assert [format_seconds(t) for t in (3.2e-7, 2.87e-5, 8.12e-4, 0.0287, 1.93, 123.4)] == \
+        ["0.32 us", "28.7 us", "812 us", "28.7 ms", "1.93 s", "123 s"]
+
+
+def test_version():
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"turbometrics {tm.__version__}"
 
 
 def test_bench_rejects_bad_flags():

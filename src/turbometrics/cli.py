@@ -246,7 +246,10 @@ def _text_parser(sub, name: str, help: str, width: int = 1):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
+    parser.add_argument("--version", action="version", version=f"turbometrics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     for name, help in (("bleu", "corpus BLEU (sacrebleu's numbers)"), ("chrf", "corpus chrF / chrF++"),
@@ -313,6 +316,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeat", type=int, default=3, help="timed runs per implementation (best is kept)")
     bench.add_argument("--first-call", action="store_true",
                        help="also measure the Numba kernels' first-call cost, cold and warm cache")
+    bench.add_argument("--json", metavar="PATH", default=None,
+                       help="also write every row, and the machine (show_config's fields), as JSON to PATH")
     return parser
 
 
@@ -327,8 +332,10 @@ def _run(args, parser) -> str | None:
             parser.error("--repeat must be >= 1")
         from . import _bench, _bench_patch
 
-        _bench.run(_bench.cases(not args.full) + _bench_patch.cases(not args.full, None), quick=not args.full,
-                   repeat=args.repeat)
+        rows = _bench.run(_bench.cases(not args.full) + _bench_patch.cases(not args.full, None),
+                          quick=not args.full, repeat=args.repeat)
+        if args.json:
+            _bench.write_json(args.json, rows, not args.full, args.repeat)
         if args.first_call:
             print("\nNumba first call (fresh process; seconds)")
             for name, t in _bench.numba_first_call().items():
