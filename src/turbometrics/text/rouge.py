@@ -202,11 +202,6 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
         ``pad_id`` are not tokens. The scores equal rouge-score's on the IDs written as words
         (ROUGE-Lsum is ROUGE-L there: one sentence per sequence).
 
-    Tokens are rouge-score's: lowercase ``[a-z0-9]`` runs (other characters
-    separate tokens). ROUGE-Lsum splits summaries on newlines and takes the
-    union LCS per reference sentence, with rouge-score's backtrack deciding
-    which LCS.
-
     Returns
     -------
     dict
@@ -226,6 +221,13 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
         Ctrl-C (SIGINT) stops a long call within about 50 ms, also with the GIL released.
     MemoryError
         When a segment's working memory cannot be had (the message names the segment).
+
+    Notes
+    -----
+    Tokens are rouge-score's: lowercase ``[a-z0-9]`` runs (other characters
+    separate tokens). ROUGE-Lsum splits summaries on newlines and takes the
+    union LCS per reference sentence, with rouge-score's backtrack deciding
+    which LCS.
 
     Examples
     --------
