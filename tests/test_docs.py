@@ -59,3 +59,16 @@ def test_site_builds_strict_with_every_public_name(tmp_path):
         summary = (inspect.getdoc(getattr(tm, name)) or "").split("\n")[0]
         words = re.findall(r"[A-Za-z]{4,}", summary)[:3]  # a few plain words of the docstring's first line
         assert all(w in pages[page] for w in words), f"{name}: its docstring is not rendered on {page}/"
+
+
+def test_getting_started_examples_run():
+    """docs/index.md's first examples run as written, in order, in one namespace."""
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) >= 5
+    namespace: dict = {"__name__": "getting_started"}
+    try:
+        for i, block in enumerate(blocks):
+            exec(compile(block, f"docs/index.md python block {i + 1}", "exec"), namespace)
+    finally:
+        tm.unpatch()
