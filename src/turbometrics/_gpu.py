@@ -46,7 +46,13 @@ def use_gpu(device: str | None, *arrays: Any) -> bool:
     return device == "cuda"
 
 
+_CUDA: tuple = ()  # (numba.cuda, _kernels.cuda) once a GPU was found: a call asks for them several times
+
+
 def _cuda():
+    global _CUDA
+    if _CUDA:
+        return _CUDA
     try:
         from numba import cuda
     except ImportError as e:  # pragma: no cover - numba always ships numba.cuda today
@@ -56,7 +62,25 @@ def _cuda():
                            "(numba.cuda.is_available() is False)")
     from ._kernels import cuda as K
 
-    return cuda, K
+    _CUDA = (cuda, K)
+    return _CUDA
+
+
+_VIEWS: dict = {}  # (device, address, shape, dtype) -> numba's view of a torch tensor, holding no reference to it
+
+
+def _view(t: Any) -> Any:
+    """numba's view of a contiguous CUDA tensor that the caller holds for the call. numba builds one in about
+    35 us (H200); the caller's tensors (logits, targets) come back at the same address call after call, so
+    views are kept by address and layout. A view holds no reference, so it never keeps memory alive; it is
+    used only while a live tensor of that layout sits at its address (torch frees on the stream's order)."""
+    key = (t.device.index, t.data_ptr(), t.shape, t.dtype)
+    v = _VIEWS.get(key)
+    if v is None:
+        if len(_VIEWS) >= 64:
+            _VIEWS.clear()
+        v = _VIEWS[key] = _cuda()[0].from_cuda_array_interface(t.__cuda_array_interface__, owner=None, sync=False)
+    return v
 
 
 @dataclass
@@ -95,7 +119,9 @@ def device_rows(x: Any, name: str) -> Rows:
         t = t.reshape(-1, c)
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
-        return Rows(cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
+        own = not host_torch and t.data_ptr() == x.data_ptr()  # no copy was made: the caller holds the memory
+        return Rows(_view(t) if own else cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch",
+                    bf16, host_torch,
                     torch_device=t.device, stream=_stream(torch.cuda.current_stream(t.device).cuda_stream))
     if is_device_array(x):
         d = x if is_numba_device(x) else cuda.as_cuda_array(x)
@@ -226,7 +252,8 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
         import torch
 
         t = x.detach().reshape(-1)
-        return cuda.as_cuda_array((t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous())
+        t = (t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous()
+        return _view(t) if t.data_ptr() == x.data_ptr() else cuda.as_cuda_array(t)  # a copy: hold it
     if rows.torch_device is not None:
         return None
     d = x if is_numba_device(x) else cuda.as_cuda_array(x)
@@ -380,16 +407,21 @@ def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndar
         return np.zeros(0, np.int64)
     da, stream = _tokens(a)
     db = da if b is a else _tokens(b)[0]
-    row_off = np.concatenate([[0], np.cumsum(np.asarray(b_end) - b_start + 1)]).astype(np.int64)
+    side = np.minimum(np.asarray(a_end) - a_start, np.asarray(b_end) - b_start)  # the wavefront's columns
+    widest = int(side.max())
 
     def up(x):
         return cuda.to_device(np.ascontiguousarray(x, np.int64), stream=stream)
 
-    rows = cuda.device_array(int(row_off[-1]), np.int32, stream=stream)
+    if widest <= K.LCS_SHARED_MAX:  # three diagonals of int32 in shared memory
+        scratch, off, shared = cuda.device_array(0, np.int32, stream=stream), up(np.zeros(1)), 12 * (widest + 1)
+    else:
+        off = np.concatenate([[0], np.cumsum(3 * (side + 1))])
+        scratch, off, shared = cuda.device_array(int(off[-1]), np.int32, stream=stream), up(off[:-1]), 0
     out = cuda.device_array(n, np.int64, stream=stream)
-    threads = min(K.TPB, 128)
-    K.lcs_pairs[(n + threads - 1) // threads, threads, stream](da, up(a_start), up(a_end), db, up(b_start),
-                                                               up(b_end), up(row_off), rows, out)
+    threads = min(K.TPB, max(32, -(-widest // 32) * 32))
+    K.lcs_pairs[n, threads, stream, shared](da, up(a_start), up(a_end), db, up(b_start), up(b_end), off, scratch,
+                                            out)
     return _back(out, stream)
 
 

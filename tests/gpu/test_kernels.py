@@ -182,9 +182,16 @@ def test_topk_one_pass_and_its_fallback(rng, k):
         np.testing.assert_array_equal(v.copy_to_host(), ev)
 
 
-def test_lcs_lengths(rng):
-    a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30)]
-    b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30)]
+@pytest.mark.parametrize("diagonals", ["shared memory", "global scratch"])
+def test_lcs_lengths(rng, diagonals, monkeypatch):
+    from turbometrics._kernels import cuda as K
+
+    if diagonals == "global scratch":
+        monkeypatch.setattr(K, "LCS_SHARED_MAX", 0)
+    # empty sides, either side the shorter (the wavefront's columns), a side longer than the block (several
+    # cells a thread per diagonal), identical and disjoint sequences
+    a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30, 3, 90)] + [np.arange(40), np.arange(12)]
+    b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30, 70, 75)] + [np.arange(40), np.arange(12) + 100]
     got = tm.lcs_length(a, b, device="cuda")
     assert got.tolist() == tm.lcs_length(a, b).tolist()
 
@@ -252,7 +259,7 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
         np.testing.assert_allclose(dev_, cpu, rtol=1e-6, atol=1e-12)
         assert np.isnan(dev_[rows == 4]).all() and np.isfinite(dev_[rows != 4]).all()
     if torch.cuda.is_available():  # the public function on CUDA tensors
-        tt = np.where(np.arange(6) == 3, -100, t)
+        tt = np.where(np.isin(np.arange(6), (3, 4)), -100, t)  # and the NaN row ignored: a number to compare
         assert tm.perplexity_from_hidden(on(h[1:]), on(w), tt[1:], on(b), ignore_index=-100) == pytest.approx(
             tm.perplexity_from_hidden(h[1:], w, tt[1:], b, ignore_index=-100), rel=1e-6)
 

@@ -638,35 +638,62 @@ def kernels(widen: int, group: int = TPB) -> dict:
     return {"nll_rows": nll_rows, "fold_rows": fold_rows, "rank_rows": rank_rows, "topk_rows": topk_rows}
 
 
-@cuda.jit
-def lcs_pairs(a, a_start, a_end, b, b_start, b_end, row_off, rows, out):
-    """LCS length of pair p = (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]), one thread per pair.
+LCS_SHARED_MAX = 4095  # pairs whose shorter side is at most this keep their three diagonals in shared memory
 
-    The classic DP over one row of len(b) + 1 cells in global scratch (rows,
-    pair p's row at row_off[p]); summaries are short, pairs are many. Pairs
-    address their spans (not consecutive offsets) so that one token array
-    serves every pairing of its sequences without a gather.
+
+@cuda.jit(device=True)
+def _lcs_wavefront(x, x0, nx, y, y0, w, buf, o):
+    """LCS length of x[x0:x0 + nx] and y[y0:y0 + w] by the whole block, one anti-diagonal i + j = d a step.
+
+    Cell (i, j) (1-based) needs (i-1, j-1) from diagonal d-2 and (i-1, j), (i, j-1) from d-1, so three
+    diagonals live in buf[o:o + 3 (w + 1)], indexed by column j; slots never written stay 0, which are
+    exactly the border cells (i = 0 or j = 0) that a later diagonal reads. Every thread returns the result.
     """
-    p = cuda.grid(1)
-    if p >= out.shape[0]:
-        return
-    a0, a1, b0, o = a_start[p], a_end[p], b_start[p], row_off[p]
-    nb = b_end[p] - b0
-    for j in range(nb + 1):
-        rows[o + j] = 0
-    for i in range(a0, a1):
-        diag = 0
-        ai = a[i]
-        for j in range(nb):
-            up = rows[o + j + 1]
-            if ai == b[b0 + j]:
-                cur = diag + 1
+    tid, T = cuda.threadIdx.x, cuda.blockDim.x
+    for k in range(tid, 3 * (w + 1), T):
+        buf[o + k] = 0
+    cuda.syncthreads()
+    for d in range(2, nx + w + 1):
+        cur, p1, p2 = o + (d % 3) * (w + 1), o + ((d - 1) % 3) * (w + 1), o + ((d - 2) % 3) * (w + 1)
+        j = max(1, d - nx) + tid
+        hi = min(w, d - 1)
+        while j <= hi:
+            if x[x0 + d - j - 1] == y[y0 + j - 1]:
+                v = buf[p2 + j - 1] + 1
             else:
-                left = rows[o + j]
-                cur = up if up > left else left
-            diag = up
-            rows[o + j + 1] = cur
-    out[p] = rows[o + nb]
+                up, left = buf[p1 + j], buf[p1 + j - 1]
+                v = up if up > left else left
+            buf[cur + j] = v
+            j += T
+        cuda.syncthreads()
+    return buf[o + ((nx + w) % 3) * (w + 1) + w]
+
+
+@cuda.jit
+def lcs_pairs(a, a_start, a_end, b, b_start, b_end, scratch_off, scratch, out):
+    """LCS length of pair p = (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]), one block per pair.
+
+    The block walks the DP's anti-diagonals (``_lcs_wavefront``) with the shorter side as columns: n + m
+    steps of up to min(n, m) independent cells. The diagonals sit in dynamic shared memory when every
+    pair's shorter side is at most LCS_SHARED_MAX (``scratch`` empty), else in global ``scratch`` at
+    scratch_off[p]. Pairs address their spans (not consecutive offsets) so that one token array serves
+    every pairing of its sequences without a gather.
+    """
+    p = cuda.blockIdx.x
+    a0, b0 = a_start[p], b_start[p]
+    na, nb = a_end[p] - a0, b_end[p] - b0
+    if scratch.shape[0] == 0:
+        buf = cuda.shared.array(0, int32)
+        if nb <= na:
+            v = _lcs_wavefront(a, a0, na, b, b0, nb, buf, 0)
+        else:
+            v = _lcs_wavefront(b, b0, nb, a, a0, na, buf, 0)
+    elif nb <= na:
+        v = _lcs_wavefront(a, a0, na, b, b0, nb, scratch, scratch_off[p])
+    else:
+        v = _lcs_wavefront(b, b0, nb, a, a0, na, scratch, scratch_off[p])
+    if cuda.threadIdx.x == 0:
+        out[p] = v
 
 
 MAX_GPU_ORDER = 16  # n-gram orders the token-ID kernel counts in registers (BLEU's 4, ROUGE-1..9)

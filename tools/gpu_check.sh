@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 23's checklist on a lent GPU machine, in one call (the device tool; its python3 holds torch, numba-cuda,
+# transformers, pytest-benchmark). Builds in place, then each step in priority order under a shared deadline,
+# so a slow step cuts the later ones short instead of losing the whole batch. Logs go to $OUT (or ./gpu-out).
+#   bash tools/gpu_check.sh [seconds, default 540]
+set -u
+out="${OUT:-gpu-out}"; mkdir -p "$out"
+end=$(( $(date +%s) + ${1:-540} ))
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TURBOMETRICS_DATA="${TURBOMETRICS_DATA:-}"
+log="$out/check.log"
+
+step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log to check.log and NAME.log
+  local name=$1 cap=$2; shift 2
+  local left=$(( end - $(date +%s) - 5 ))
+  (( left < cap )) && cap=$left
+  if (( cap < 10 )); then echo "=== $name: skipped (out of time)" | tee -a "$log"; return; fi
+  local t0=$(date +%s)
+  timeout -k 5 "$cap" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s (cap $cap s)" | tee -a "$log"
+  tail -n 25 "$out/$name.log" >> "$log"
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  python3 -c "import sys, torch, numba, numba_cuda, numpy; print(sys.version.split()[0], 'torch', torch.__version__,
+'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'numpy', numpy.__version__)"
+  git log -1 --format='commit %h %s' 2>/dev/null; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
+step build 150 python3 setup.py -q build_ext --inplace
+step parity 120 python3 tools/gpu_parity.py
+step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
+step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \
+  --benchmark-json="$out/bench.json" --benchmark-columns=median,min,max --benchmark-sort=name
+step scale 90 python3 tools/gpu_scale.py hf tokens memory
+step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
+step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+  -k regex:'nll_rows|topk_rows|rank_rows|fold_rows' --launch-count 10 python3 tools/gpu_scale.py profile
+step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_nll_and_perplexity or topk_exact or lm_head'
+python3 benchmarks/report.py --json "$out/bench.json" > "$out/bench_report.txt" 2>&1 || true
+tail -n 60 "$out/bench_report.txt" >> "$log"
