@@ -60,6 +60,17 @@ def _cuda():
     if not cuda.is_available():
         raise RuntimeError("device='cuda' was asked for (or a GPU array was given) but no usable GPU was found "
                            "(numba.cuda.is_available() is False)")
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        try:  # the kernels' lowering; numba-cuda 0.30.4 fails here on NumPy 2.5 (np.row_stack is gone)
+            import numba.cuda.cudaimpl  # noqa: F401
+        except AttributeError as e:
+            import numba_cuda
+
+            raise RuntimeError(f"numba-cuda {numba_cuda.__version__} cannot compile kernels with NumPy "
+                               f"{np.__version__} ({e}); install a NumPy below 2.5 or a numba-cuda that supports "
+                               "it") from e
     from ._kernels import cuda as K
 
     _CUDA = (cuda, K)

@@ -641,7 +641,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
 LCS_SHARED_MAX = 4095  # pairs whose shorter side is at most this keep their three diagonals in shared memory
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def _lcs_wavefront(x, x0, nx, y, y0, w, buf, o):
     """LCS length of x[x0:x0 + nx] and y[y0:y0 + w] by the whole block, one anti-diagonal i + j = d a step.
 
@@ -682,16 +682,13 @@ def lcs_pairs(a, a_start, a_end, b, b_start, b_end, scratch_off, scratch, out):
     p = cuda.blockIdx.x
     a0, b0 = a_start[p], b_start[p]
     na, nb = a_end[p] - a0, b_end[p] - b0
+    swap = nb > na
+    x, x0, nx = (b, b0, nb) if swap else (a, a0, na)
+    y, y0, w = (a, a0, na) if swap else (b, b0, nb)
     if scratch.shape[0] == 0:
-        buf = cuda.shared.array(0, int32)
-        if nb <= na:
-            v = _lcs_wavefront(a, a0, na, b, b0, nb, buf, 0)
-        else:
-            v = _lcs_wavefront(b, b0, nb, a, a0, na, buf, 0)
-    elif nb <= na:
-        v = _lcs_wavefront(a, a0, na, b, b0, nb, scratch, scratch_off[p])
+        v = _lcs_wavefront(x, x0, nx, y, y0, w, cuda.shared.array(0, int32), 0)
     else:
-        v = _lcs_wavefront(b, b0, nb, a, a0, na, scratch, scratch_off[p])
+        v = _lcs_wavefront(x, x0, nx, y, y0, w, scratch, scratch_off[p])
     if cuda.threadIdx.x == 0:
         out[p] = v
 
