@@ -231,6 +231,11 @@ static TM_INLINE bool block_lse(const K* p, int n, int valid, const Src* next, d
 static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const double* table) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
+  for (; i + 32 <= V; i += 32) {
+    __builtin_prefetch(x + i + 2048);
+    for (int q = 0; q < 32; q += 8)
+      for (int l = 0; l < 8; ++l) acc[l] += table[x[i + q + l]];
+  }
   for (; i + 8 <= V; i += 8)
     for (int l = 0; l < 8; ++l) acc[l] += table[x[i + l]];
   for (int l = 0; i < V; ++i, ++l) acc[l] += table[x[i]];
