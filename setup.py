@@ -5,16 +5,44 @@ import sys
 import sysconfig
 import tempfile
 
+import shutil
+
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 # -ffp-contract=off: no fused multiply-adds behind our back, so every SIMD path
 # (and every compiler) rounds the same operations and gives the same bits.
 OPT = ["-O3", "-g0", "-std=c++17", "-ffp-contract=off", "-Wno-psabi"]
+# Windows: clang-cl, LLVM's driver for MSVC's toolchain (MSVC's own cl lacks the GCC/clang vector
+# extensions the kernels are written in); the same semantics through /clang:, no OpenMP (the kernels run
+# on the std::thread pool, as on macOS), MSVC's linker. tests/test_portability.py cross-compiles the
+# kernels for x86-64 Windows.
+CLANG_CL_OPT = ["/O2", "/std:c++17", "/EHsc", "/clang:-ffp-contract=off", "/clang:-fno-strict-aliasing"]
+
+
+class BuildExt(build_ext):
+    """build_ext that swaps MSVC's cl for clang-cl (Windows); elsewhere setuptools' own compiler."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type == "msvc":
+            clang_cl = os.environ.get("TURBOMETRICS_CLANG_CL") or shutil.which("clang-cl")
+            if not clang_cl:
+                raise RuntimeError("turbometrics builds on Windows with clang-cl (LLVM, or Visual Studio's "
+                                   "'C++ Clang tools' component): put it on PATH or name it in TURBOMETRICS_CLANG_CL")
+            if not self.compiler.initialized:
+                self.compiler.initialize()
+            self.compiler.cc = clang_cl
+            self.compiler.compile_options = [o for o in self.compiler.compile_options if o != "/GL"]  # MSVC's LTCG
+            for ext in self.extensions:
+                ext.extra_compile_args, ext.extra_link_args = list(CLANG_CL_OPT), []
+        super().build_extensions()
 
 
 def _has_openmp() -> bool:
-    """True when the C++ compiler accepts -fopenmp (gcc yes; Apple clang without libomp no)."""
+    """True when the C++ compiler accepts -fopenmp (gcc yes; Apple clang without libomp no; Windows no)."""
+    if os.name == "nt":
+        return False
     cxx = (sysconfig.get_config_var("CXX") or "c++").split()
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "t.cpp")
@@ -39,7 +67,7 @@ extensions = [
         ["src/turbometrics/_ext/_dense.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/dense.hpp", "src/turbometrics/_ext/dense_kernels.hpp",
+        depends=["src/turbometrics/_ext/dense.hpp", "src/turbometrics/_ext/cpu.hpp", "src/turbometrics/_ext/dense_kernels.hpp",
                  "src/turbometrics/_ext/resample.hpp", "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
@@ -49,7 +77,7 @@ extensions = [
         ["src/turbometrics/_ext/_text.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/unicode_tables.hpp",
+        depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/cpu.hpp", "src/turbometrics/_ext/unicode_tables.hpp",
                  "src/turbometrics/_ext/rouge.hpp", "src/turbometrics/_ext/porter.hpp",
                  "src/turbometrics/_ext/ter.hpp", "src/turbometrics/_ext/punkt.hpp", "src/turbometrics/_ext/pairwise.hpp",
                  "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
@@ -59,6 +87,7 @@ extensions = [
 ]
 
 setup(
+    cmdclass={"build_ext": BuildExt},
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
     ext_modules=cythonize(
         extensions,

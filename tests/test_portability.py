@@ -4,8 +4,9 @@
   (the bug this guards against: GCC lowering 64-byte generic vectors to
   scalar code on AVX2 and SSE2 targets).
 - The C++ kernels build with clang for aarch64 Linux (NEON vector code
-  checked in the assembly), aarch64 macOS and x86-64 macOS, through the
-  cross compiler of PyPI's ziglang (no OpenMP there: the std::thread pool).
+  checked in the assembly), aarch64 macOS, x86-64 macOS and x86-64 Windows,
+  through the cross compiler of PyPI's ziglang (no OpenMP there: the
+  std::thread pool).
 - A build without OpenMP (TURBOMETRICS_OPENMP=0, as on a Mac) runs on several
   threads and gives the same bits as this build.
 What ran is printed in pytest's summary (conftest.py).
@@ -86,7 +87,8 @@ def test_every_width_gives_the_same_bits(tmp_path):
     _compile(cxx + ["-O2", *FLAGS, str(CXX_TESTS / "widths.cpp"), "-o", str(exe)])
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout[-4000:] + r.stderr[-2000:]
-    BUILD_REPORT.append(f"64-byte kernel logic (the AVX-512 path's) vs the paths run here: {r.stdout.strip()[4:]}")
+    BUILD_REPORT.append(f"64-byte kernel logic (the AVX-512 path's) vs the paths run here: {r.stdout.strip()[4:]}; "
+                        "cpu.hpp's CPUID reading agrees with GCC's __builtin_cpu_supports")
 
 
 def test_neon_kernels_compile_to_vector_code(tmp_path):
@@ -116,6 +118,18 @@ def test_kernels_build_for_macos(tmp_path, target):
                     "-o", str(tmp_path / "dense.o")])
     _compile(zig + ["-target", target, "-O0", *FLAGS, "-c", str(CXX_TESTS / "text.cpp"), "-o", str(tmp_path / "t.o")])
     BUILD_REPORT.append(f"{target} (zig clang, no OpenMP): dense kernels compiled, text kernels checked")
+
+
+def test_kernels_build_for_windows(tmp_path):
+    """x86-64 Windows objects (COFF, machine AMD64) of the dense and text kernels, from zig's clang for the
+    MinGW target: the same vector extensions and target pragmas that clang-cl builds (setup.py), no OpenMP."""
+    zig = _zig()
+    for name, opt in (("dense", "-O2"), ("text", "-O0")):
+        obj = tmp_path / f"{name}.obj"
+        _compile(zig + ["-target", "x86_64-windows-gnu", opt, *FLAGS, "-c", str(CXX_TESTS / f"{name}.cpp"),
+                        "-o", str(obj)])
+        assert obj.read_bytes()[:2] == b"\x64\x86", f"{name}.obj is not an x86-64 COFF object"
+    BUILD_REPORT.append("x86_64-windows (zig clang, no OpenMP): dense and text kernels compiled to COFF objects")
 
 
 CHECK = textwrap.dedent("""

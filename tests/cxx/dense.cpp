@@ -5,6 +5,7 @@
 
 extern "C" {
 void tm_use_path(int i) { tmk::use_path(i); }  // without it the kernel tables are dead code
+int tm_path_supported(int i) { return tmk::path_supported(i); }  // cpu.hpp's CPUID reading
 void tm_nll_rows(const tmk::Rows* x, int code, const int64_t* t, double* out, int n) {
   tmk::nll_rows(*x, code, t, out, n);
 }

@@ -31,6 +31,19 @@ static uint16_t to_half(float f, bool bf16) {  // round to nearest even; NaN/inf
 }
 
 int main() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // cpu.hpp's CPUID/XCR0 reading against the compiler's own (which the build does not use: see cpu.hpp)
+  __builtin_cpu_init();
+  const tmcpu::X86& f = tmcpu::features();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (f.popcnt != (bool)__builtin_cpu_supports("popcnt") || f.avx2 != (bool)__builtin_cpu_supports("avx2") ||
+      f.avx512 != avx512) {
+    std::printf("MISMATCH cpu.hpp popcnt %d avx2 %d avx512 %d, builtin %d %d %d\n", f.popcnt, f.avx2, f.avx512,
+                (int)(bool)__builtin_cpu_supports("popcnt"), (int)(bool)__builtin_cpu_supports("avx2"), (int)avx512);
+    return 1;
+  }
+#endif
   std::mt19937_64 gen(11);
   std::normal_distribution<double> normal(0.0, 6.0);
   std::vector<const tmk::Kernels*> paths = {&tmk::w64::kernels};

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu.hpp"
 #include "parallel.hpp"
 
 #define TM_INLINE inline __attribute__((always_inline))
@@ -145,14 +146,11 @@ static const Kernels* const PATHS[] = {&base::kernels};
 #endif
 static constexpr int N_PATHS = (int)(sizeof(PATHS) / sizeof(PATHS[0]));
 
-// Can this CPU (and its OS: __builtin_cpu_supports checks the saved register state) run path i?
+// Can this CPU (and its OS, which must save the vector registers: cpu.hpp) run path i?
 static inline bool path_supported(int i) {
 #ifdef TM_X86
-  __builtin_cpu_init();
-  if (PATHS[i] == &avx512::kernels)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  if (PATHS[i] == &avx2::kernels) return __builtin_cpu_supports("avx2");
+  if (PATHS[i] == &avx512::kernels) return tmcpu::features().avx512;
+  if (PATHS[i] == &avx2::kernels) return tmcpu::features().avx2;
 #endif
   return i >= 0 && i < N_PATHS;
 }

@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "cpu.hpp"
 #include "parallel.hpp"
 #include "unicode_tables.hpp"
 
@@ -978,7 +979,7 @@ struct BleuWork {
 // TURBOMETRICS_SIMD=baseline takes the baseline's code, as it does for the dense paths.
 static inline bool have_popcnt() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool yes = __builtin_cpu_supports("popcnt") &&
+  static const bool yes = tmcpu::features().popcnt &&
                           !(std::getenv("TURBOMETRICS_SIMD") && std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
   return yes;
 #else
