@@ -26,16 +26,23 @@ class BuildExt(build_ext):
 
     def build_extensions(self):
         if self.compiler.compiler_type == "msvc":
-            clang_cl = os.environ.get("TURBOMETRICS_CLANG_CL") or shutil.which("clang-cl")
-            if not clang_cl:
-                raise RuntimeError("turbometrics builds on Windows with clang-cl (LLVM, or Visual Studio's "
-                                   "'C++ Clang tools' component): put it on PATH or name it in TURBOMETRICS_CLANG_CL")
             if not self.compiler.initialized:
                 self.compiler.initialize()
+            # Visual Studio's own clang-cl first (it matches its C++ library), then one on PATH
+            clang_cl = (os.environ.get("TURBOMETRICS_CLANG_CL") or
+                        shutil.which("clang-cl", path=getattr(self.compiler, "_paths", None)) or
+                        shutil.which("clang-cl"))
+            if not clang_cl:
+                raise RuntimeError("turbometrics builds on Windows with clang-cl (Visual Studio's 'C++ Clang tools' "
+                                   "component, or LLVM): put it on PATH or name it in TURBOMETRICS_CLANG_CL")
             self.compiler.cc = clang_cl
             self.compiler.compile_options = [o for o in self.compiler.compile_options if o != "/GL"]  # MSVC's LTCG
+            # MSVC's and the SDK's headers as system headers (/imsvc), searched after clang's own: as /I they
+            # would come first, and MSVC's <emmintrin.h> declares the intrinsics as functions clang lacks.
+            system = [f"/imsvc{d}" for d in self.compiler.include_dirs]
+            self.compiler.include_dirs = []
             for ext in self.extensions:
-                ext.extra_compile_args, ext.extra_link_args = list(CLANG_CL_OPT), []
+                ext.extra_compile_args, ext.extra_link_args = CLANG_CL_OPT + system, []
         super().build_extensions()
 
 

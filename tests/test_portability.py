@@ -129,7 +129,8 @@ def test_kernels_build_for_windows(tmp_path):
         _compile(zig + ["-target", "x86_64-windows-gnu", opt, *FLAGS, "-c", str(CXX_TESTS / f"{name}.cpp"),
                         "-o", str(obj)])
         assert obj.read_bytes()[:2] == b"\x64\x86", f"{name}.obj is not an x86-64 COFF object"
-    BUILD_REPORT.append("x86_64-windows (zig clang, no OpenMP): dense and text kernels compiled to COFF objects")
+    BUILD_REPORT.append("x86_64-windows-gnu (zig clang, MinGW headers, no OpenMP): dense and text kernels compiled to "
+                        "COFF objects (not clang-cl with MSVC's headers: that build is the Windows wheel job's)")
 
 
 CHECK = textwrap.dedent("""

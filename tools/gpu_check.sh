@@ -36,6 +36,6 @@ step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBO
 step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
   -k regex:'nll_rows|topk_rows|rank_rows|fold_rows' --launch-count 10 python3 tools/gpu_scale.py profile
 step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
-  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_nll_and_perplexity or topk_exact or lm_head'
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_nll_and_perplexity or topk_exact or lm_head or lcs'
 python3 benchmarks/report.py --json "$out/bench.json" > "$out/bench_report.txt" 2>&1 || true
 tail -n 60 "$out/bench_report.txt" >> "$log"

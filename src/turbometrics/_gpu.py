@@ -14,6 +14,7 @@ current torch/CuPy stream, after the work that made the input.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,11 +67,11 @@ def _cuda():
         try:  # the kernels' lowering; numba-cuda 0.30.4 fails here on NumPy 2.5 (np.row_stack is gone)
             import numba.cuda.cudaimpl  # noqa: F401
         except AttributeError as e:
-            import numba_cuda
-
-            raise RuntimeError(f"numba-cuda {numba_cuda.__version__} cannot compile kernels with NumPy "
-                               f"{np.__version__} ({e}); install a NumPy below 2.5 or a numba-cuda that supports "
-                               "it") from e
+            if hasattr(np, "row_stack"):
+                raise
+            version = getattr(sys.modules.get("numba_cuda"), "__version__", "(version unknown)")
+            raise RuntimeError(f"numba-cuda {version} cannot compile kernels with NumPy {np.__version__} ({e}); "
+                               "install a NumPy below 2.5 or a numba-cuda that supports it") from e
     from ._kernels import cuda as K
 
     _CUDA = (cuda, K)
@@ -411,7 +412,8 @@ def topk(x: Any, k: Any, largest: bool):
 def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndarray,
         b_end: np.ndarray) -> np.ndarray:
     """LCS length of each pair (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]) on the GPU: validated
-    tokens (host arrays or CUDA tensors; ``b`` may be ``a``), host spans in; int64 lengths back on the host."""
+    tokens of one dtype (host arrays or CUDA tensors; ``b`` may be ``a``: the kernel swaps the sides, so
+    both must have the same type), host spans in; int64 lengths back on the host."""
     cuda, K = _cuda()
     n = len(a_start)
     if n == 0:

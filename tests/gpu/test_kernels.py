@@ -190,8 +190,9 @@ def test_lcs_lengths(rng, diagonals, monkeypatch):
         monkeypatch.setattr(K, "LCS_SHARED_MAX", 0)
     # empty sides, either side the shorter (the wavefront's columns), a side longer than the block (several
     # cells a thread per diagonal), identical and disjoint sequences
-    a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30, 3, 90)] + [np.arange(40), np.arange(12)]
-    b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30, 70, 75)] + [np.arange(40), np.arange(12) + 100]
+    # (a pair whose shorter side exceeds 256 gives a thread several cells a diagonal on a GPU too)
+    a = [rng.integers(0, 6, n) for n in (0, 5, 17, 30, 3, 90, 300)] + [np.arange(40), np.arange(12)]
+    b = [rng.integers(0, 6, n) for n in (4, 0, 23, 30, 70, 75, 270)] + [np.arange(40), np.arange(12) + 100]
     got = tm.lcs_length(a, b, device="cuda")
     assert got.tolist() == tm.lcs_length(a, b).tolist()
 

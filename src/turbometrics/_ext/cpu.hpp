@@ -1,11 +1,14 @@
-// What this x86-64 CPU and its OS can run, read from CPUID and XCR0 once.
+// What this x86 CPU and its OS can run, read from CPUID and XCR0 once.
 //
 // One implementation for every compiler and OS: __builtin_cpu_supports needs
 // compiler-rt's __cpu_model, which clang-cl's link on Windows does not bring.
 // Vector state must be enabled by the OS too (XCR0), as __builtin_cpu_supports
 // checks. tests/cxx/widths.cpp compares these answers with GCC's builtin.
 #pragma once
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#if defined(_MSC_VER)
+#include <intrin.h>  // first: clang's cpuid.h defines a __cpuid macro that MSVC's intrin.h declaration trips on
+#endif
 #include <cpuid.h>
 #include <cstdint>
 
