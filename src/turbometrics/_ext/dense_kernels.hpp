@@ -159,10 +159,12 @@ template <class K> struct Ones {
 #undef TM_ZERO8
 };
 
-// The next block is prefetched a quarter during the max pass and three quarters during the exp pass, about
-// in proportion to their work, so that memory streams through both (all of it during the exp pass left
-// memory idle in the max pass: f32 rows 1.7x the read on an Intel Xeon's avx512 path, where the exp pass
-// is short and its prefetches came in a burst; half and half slowed the avx2 path there).
+// The next block is prefetched during the max pass and the exp pass about in proportion to their work, so
+// that memory streams through both: float rows a quarter in the max pass (all of it during the exp pass left
+// memory idle in the max pass: f32 rows 1.7x the read on an Intel Xeon's avx512 path, where the exp pass is
+// short and its prefetches came in a burst; half and half slowed the avx2 path there); double rows, whose
+// exp pass is several times longer, all of it in the exp pass (a quarter made f64 rows 8-11% slower).
+template <class K> constexpr int MAX_PASS_QUARTERS = std::is_same_v<K, float> ? 1 : 0;
 template <class K, int NUM, int DEN, class S> static TM_INLINE void prefetch_part(const S* next, int i) {
   constexpr int BYTES = Pack<K>::LANES * NUM / DEN * (int)sizeof(S);  // NUM/DEN of a pack's worth of source
   for (int c = 0; c < BYTES; c += 64) __builtin_prefetch(reinterpret_cast<const char*>(next + i * NUM / DEN) + c);
@@ -175,7 +177,7 @@ static TM_INLINE double block_sum_exp(const K* p, int n, int valid, K m, const S
   constexpr int W = Pack<K>::LANES;
   Pack<K> acc = splat<K>(K(0));
   for (int i = 0; i < n; i += W) {
-    prefetch_part<K, 3, 4>(next + n / 4, i);
+    prefetch_part<K, 4 - MAX_PASS_QUARTERS<K>, 4>(next + n * MAX_PASS_QUARTERS<K> / 4, i);
     Pack<K> d = load(p + i) - m;
     if (CLAMP) d = floor_at(d, Exp<K>::LOW);
     Pack<K> e = Exp<K>::of(d);
@@ -199,7 +201,7 @@ static TM_INLINE bool block_lse(const K* p, int n, int valid, const Src* next, d
   const K inf = std::numeric_limits<K>::infinity();
   Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
   for (int i = 0; i < n; i += W) {
-    prefetch_part<K, 1, 4>(next, i);
+    prefetch_part<K, MAX_PASS_QUARTERS<K>, 4>(next, i);
     Pack<K> v = load(p + i);
     hi = vmax(v, hi);  // NaN lanes are dropped here and caught by the sum
     lo = vmin(v, lo);
