@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Issue 23's checklist on a lent GPU machine, in one call (the device tool; its python3 holds torch, numba-cuda,
 # transformers, pytest-benchmark). Builds in place, then each step in priority order under a shared deadline,
-# so a slow step cuts the later ones short instead of losing the whole batch. Logs go to $OUT (or ./gpu-out).
+# so a slow step cuts the later ones short instead of losing the whole batch. Each step's log goes to
+# /tmp/gpu-logs; check.log (every step's tail) and the eight files the device tool brings back go to $OUT
+# (or ./gpu-out).
 #   bash tools/gpu_check.sh [seconds, default 540]
+# On the 2026-11 image numba-cuda 0.30.4 cannot lower kernels with its NumPy 2.5: carry a NumPy 2.4 wheel for
+# Python 3.12 (the device tool's README: .whl, pip install --target) and put it first on PYTHONPATH (kept here).
 set -u
-out="${OUT:-gpu-out}"; mkdir -p "$out"
+out="${OUT:-gpu-out}"; logs=/tmp/gpu-logs; mkdir -p "$out" "$logs"
 end=$(( $(date +%s) + ${1:-540} ))
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TURBOMETRICS_DATA="${TURBOMETRICS_DATA:-}"
 log="$out/check.log"
@@ -15,10 +19,10 @@ step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log 
   (( left < cap )) && cap=$left
   if (( cap < 10 )); then echo "=== $name: skipped (out of time)" | tee -a "$log"; return; fi
   local t0=$(date +%s)
-  timeout -k 5 "$cap" "$@" > "$out/$name.log" 2>&1
+  timeout -k 5 "$cap" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
   echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s (cap $cap s)" | tee -a "$log"
-  tail -n 25 "$out/$name.log" >> "$log"
+  grep -v -e "NumbaPerformanceWarning" -e "warn(errors" "$logs/$name.log" | tail -n 25 >> "$log"
 }
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
@@ -31,11 +35,15 @@ step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no
 step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \
   --benchmark-json="$out/bench.json" --benchmark-columns=median,min,max --benchmark-sort=name
 step scale 90 python3 tools/gpu_scale.py hf tokens memory
+step overhead 40 python3 tools/gpu_overhead.py
+step host 60 python3 tools/gpu_scale.py host
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
 step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
   -k regex:'nll_rows|topk_rows|rank_rows|fold_rows' --launch-count 10 python3 tools/gpu_scale.py profile
 step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_nll_and_perplexity or topk_exact or lm_head or lcs'
-python3 benchmarks/report.py --json "$out/bench.json" > "$out/bench_report.txt" 2>&1 || true
-tail -n 60 "$out/bench_report.txt" >> "$log"
+python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
+tail -n 60 "$logs/bench_report.txt" >> "$log"
+for f in parity tests scale host ncu bench_report; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done
+[ -f "$logs/bench_report.txt" ] && cp "$logs/bench_report.txt" "$out/"
