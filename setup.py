@@ -1,11 +1,10 @@
 """Build the Cython/C++ extensions; all metadata lives in pyproject.toml."""
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
-
-import shutil
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup

@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import transformers
 
 import turbometrics as tm

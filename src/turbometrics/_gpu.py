@@ -81,11 +81,15 @@ def _cuda():
 _VIEWS: dict = {}  # (device, address, shape, dtype) -> numba's view of a torch tensor, holding no reference to it
 
 
-def _view(t: Any) -> Any:
-    """numba's view of a contiguous CUDA tensor that the caller holds for the call. numba builds one in about
-    35 us (H200); the caller's tensors (logits, targets) come back at the same address call after call, so
-    views are kept by address and layout. A view holds no reference, so it never keeps memory alive; it is
-    used only while a live tensor of that layout sits at its address (torch frees on the stream's order)."""
+def _view(t: Any, given: Any) -> Any:
+    """numba's view of ``t``, a contiguous CUDA tensor made from ``given``, the caller's tensor.
+
+    numba builds one in about 35 us (H200); the caller's tensors (logits, targets) come back at the same
+    address call after call, so views of memory that ``given`` holds for the call are kept by address and
+    layout, holding no reference (they never keep memory alive; torch frees on the stream's order). When
+    ``t`` is a copy (a CPU tensor moved over, a non-contiguous one made contiguous) its view holds it."""
+    if t.data_ptr() != given.data_ptr():
+        return _cuda()[0].as_cuda_array(t)
     key = (t.device.index, t.data_ptr(), t.shape, t.dtype)
     v = _VIEWS.get(key)
     if v is None:
@@ -131,9 +135,7 @@ def device_rows(x: Any, name: str) -> Rows:
         t = t.reshape(-1, c)
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
-        own = not host_torch and t.data_ptr() == x.data_ptr()  # no copy was made: the caller holds the memory
-        return Rows(_view(t) if own else cuda.as_cuda_array(t), widen, lead, "host" if host_torch else "torch",
-                    bf16, host_torch,
+        return Rows(_view(t, x), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
                     torch_device=t.device, stream=_stream(torch.cuda.current_stream(t.device).cuda_stream))
     if is_device_array(x):
         d = x if is_numba_device(x) else cuda.as_cuda_array(x)
@@ -264,8 +266,7 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
         import torch
 
         t = x.detach().reshape(-1)
-        t = (t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous()
-        return _view(t) if t.data_ptr() == x.data_ptr() else cuda.as_cuda_array(t)  # a copy: hold it
+        return _view((t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous(), x)
     if rows.torch_device is not None:
         return None
     d = x if is_numba_device(x) else cuda.as_cuda_array(x)
