@@ -121,7 +121,7 @@ def report(data: dict) -> str:
              f"times are the best of the rounds (slow/ is scaled from a few rows). "
              f"[path]: the SIMD path of the dense kernels (TURBOMETRICS_SIMD).", ""]
     cases = defaultdict(dict)
-    memory, first, scale, lm = {}, {}, [], []
+    memory, first, scale, lm, sync = {}, {}, [], [], {}
     for b in data["benchmarks"]:
         info = b["extra_info"]
         if info.get("kind") == "scale":
@@ -130,6 +130,8 @@ def report(data: dict) -> str:
             lm.append(info)
         elif info.get("kind") == "memory":
             memory[info["impl"]] = info["mib"]
+        elif info.get("kind") == "sync":  # test_bench_distributed: one row per case (the last file's)
+            sync[info["case"]] = info
         elif info.get("kind") == "first_call":
             first = {k: v for k, v in info.items() if k != "kind"}
         else:
@@ -172,6 +174,11 @@ def report(data: dict) -> str:
         lines += ["", "| language-model perplexity (model forward included) | implementation | time (s) | "
                   "peak extra memory (MiB) |", "|---|---|---:|---:|"]
         lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in lm]
+    if sync:
+        lines += ["", "| metric state synced across processes | turbometrics (s) | bytes a rank | gathering the "
+                  "inputs (s) | bytes a rank |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {c} | {i['sync_s']:.3f} | {i['bytes_per_rank']:,} | {i['naive_s']:.3f} | "
+                  f"{i['naive_bytes_per_rank']:,} |" for c, i in sync.items()]
     if first:
         lines += ["", "| Numba kernel, first call in a fresh process | cold cache (s) | warm cache (s) |",
                   "|---|---:|---:|"]
