@@ -53,10 +53,9 @@ PTX = textwrap.dedent("""
                      "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
     for T in ("int32", "int64"):  # tokens of lcs_length (int32) and of token-ID ROUGE-L (int64)
         jobs.append(("lcs_pairs", K.lcs_pairs,
-                     f"void({T}[::1], int64[::1], int64[::1], {T}[::1], int64[::1], int64[::1], int64[::1], int32[::1], "
-                     "int64[::1])"))
+                     f"void({T}[::1], {T}[::1], int64[::1], int32[::1], int64[::1])"))
     jobs.append(("ngram_matches", K.ngram_matches,  # token-ID BLEU / ROUGE-N
-                 "void(int64[::1], int64[::1], int64[::1], int64[::1], int64[::1], int64, boolean, int64[:, ::1])"))
+                 "void(int64[::1], int64[::1], int64, int64, int64, int64, boolean, boolean, int64[:, ::1])"))
     CCS = ((8, 0), (9, 0))
     from numba.cuda import compiler
     lower = getattr(compiler, "_compile_pyfunc_with_fixup", None)

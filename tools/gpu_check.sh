@@ -30,20 +30,25 @@ step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log 
 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'numpy', numpy.__version__)"
   git log -1 --format='commit %h %s' 2>/dev/null; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
 step build 150 python3 setup.py -q build_ext --inplace
-step parity 120 python3 tools/gpu_parity.py
 step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
+step parity 100 python3 tools/gpu_parity.py
+step scale 90 python3 tools/gpu_scale.py tokens memory hf
 step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \
   --benchmark-json="$out/bench.json" --benchmark-columns=median,min,max --benchmark-sort=name
-step scale 90 python3 tools/gpu_scale.py hf tokens memory
-step overhead 40 python3 tools/gpu_overhead.py
-step host 60 python3 tools/gpu_scale.py host
+step overhead 30 python3 tools/gpu_overhead.py
+step variants 40 python3 tools/gpu_scale.py variants
+step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+  -k regex:'nll_rows|topk_rows|rank_rows|fold_rows|ngram_matches|lcs_pairs' --launch-count 12 \
+  python3 tools/gpu_scale.py profile
+step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_id or lcs or shared_memory or topk_exact'
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
-step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-  -k regex:'nll_rows|topk_rows|rank_rows|fold_rows' --launch-count 10 python3 tools/gpu_scale.py profile
-step racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
-  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_nll_and_perplexity or topk_exact or lm_head or lcs'
+step host 45 python3 tools/gpu_scale.py host
 python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
 tail -n 60 "$logs/bench_report.txt" >> "$log"
-for f in parity tests scale host ncu bench_report; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done
+for f in tests scale ncu; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done
+for f in parity variants overhead racecheck memcheck; do [ -f "$logs/$f.log" ] && { echo "=== $f"; tail -n 80 "$logs/$f.log"; }; done \
+  > "$out/misc.log"  # the device tool brings back eight files
 [ -f "$logs/bench_report.txt" ] && cp "$logs/bench_report.txt" "$out/"
+[ -f "$logs/host.log" ] && tail -c 60000 "$logs/host.log" > "$out/host.log"

@@ -31,6 +31,7 @@ buf, out, status = _gpu._with_status(rows, np.float64)
 tg = _gpu.device_targets(rows, t, None, None, status)  # device targets: checked in the kernel
 nll = K.kernels(rows.widen)["nll_rows"]
 rank = K.kernels(rows.widen)["rank_rows"]
+no_rows = rows.data[:0]  # a launch that does no work: numba's dispatch and the driver's launch alone
 rbuf, ro, rstatus = _gpu._with_status(rows, np.int64)
 for name, fn in [
     ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, *tg.args, out, status)),
@@ -44,6 +45,9 @@ for name, fn in [
     ("device_targets (host)", lambda: _gpu.device_targets(rows, t.cpu(), None, None, status)),
     ("buf.copy_to_host() (9 bytes a row)", lambda: buf.copy_to_host()),
     ("cuda.as_cuda_array(tensor)", lambda: cuda.as_cuda_array(x)),
+    ("_gpu._numba(tensor) (no stream sync)", lambda: _gpu._numba(x)),
+    ("_gpu._empty(rows, 4096, f8)", lambda: _gpu._empty(rows, N, np.float64)),
+    ("numba launch alone (nll, no rows)", lambda: nll[1, K.TPB](no_rows, *tg.args, out, status)),
     ("cuda.device_array(4096)", lambda: cuda.device_array(N, "f8")),
     ("torch.empty(4096)", lambda: torch.empty(N, dtype=torch.float64, device="cuda")),
     ("cuda.to_device(4096 i8)", lambda: cuda.to_device(np.zeros(N, np.int64))),

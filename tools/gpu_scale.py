@@ -5,6 +5,7 @@
     python tools/gpu_scale.py memory    # lm_perplexity of a 2-layer Llama, V=128,256, 8 x 4,096: extra GPU memory
     python tools/gpu_scale.py profile   # one call of each hot kernel, for ncu / compute-sanitizer to catch
     python tools/gpu_scale.py host      # where a call's time goes on the host (cProfile of repeated calls)
+    python tools/gpu_scale.py variants  # topk_rows with launch bounds (fewer registers) against the default
 
 Prints one line per check or figure (``ok``/``FAIL`` lines exit 1 on any failure).
 """
@@ -118,7 +119,8 @@ def memory():
 
 
 def profile():
-    """One call of each hot kernel on (4096, 128256), f32 and bf16, then the head fold (bf16, d=4096)."""
+    """One call of each hot kernel on (4096, 128256), f32 and bf16, the head fold (bf16, d=4096), then the
+    token-ID kernels (256, 1024)."""
     g = torch.Generator(device="cuda").manual_seed(0)
     for dtype in (torch.float32, torch.bfloat16):
         x = (torch.randn(4096, 128256, device="cuda", generator=g) * 3).to(dtype)
@@ -131,7 +133,30 @@ def profile():
     w = (torch.randn(128256, 4096, device="cuda", generator=g) * 4096 ** -0.5).to(torch.bfloat16)
     t = torch.randint(0, 128256, (4096,), device="cuda", generator=g)
     tm.perplexity_from_hidden(h, w, t)
+    c = torch.randint(0, 32000, (256, 1024), device="cuda", generator=g)
+    tm.segment_bleu(c, c.roll(1, 1))
+    tm.rouge(c, c.roll(1, 1), ["rougeL"])
     torch.cuda.synchronize()
+
+
+def variants():
+    """topk_rows compiled with launch bounds (blocks an SM) against the default, f32 and bf16 (4096, 128256)."""
+    from turbometrics import _gpu
+    from turbometrics._kernels import cuda as K
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(4096, 128256, device="cuda", generator=g) * 3).to(dtype)
+        rows, vals, idx, _ = _gpu.topk_job(x, 50, True)
+        ck, ci = _gpu._empty(rows, 4096 * 50, np.int64), _gpu._empty(rows, 4096 * 50, np.int64)  # radix scratch
+        for blocks in (None, 5, 6):
+            kern = K.kernels(rows.widen, K.TPB, blocks)["topk_rows"]
+            run = kern[4096, K.TPB, rows.stream]
+            ms = cuda_ms(lambda: run(rows.data, 50, True, vals, idx, ck, ci))
+            regs = kern.get_regs_per_thread() if hasattr(kern, "get_regs_per_thread") else "?"
+            print(f"time topk_rows k=50 {dtype} launch bounds {blocks} blocks/SM: {ms:.3f} ms, {regs} registers",
+                  flush=True)
+        del x
 
 
 def host():

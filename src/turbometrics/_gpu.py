@@ -78,6 +78,13 @@ def _cuda():
     return _CUDA
 
 
+def _numba(a: Any) -> Any:
+    """numba's view of a torch or CuPy device array, with no wait on the array's stream (numba's default
+    synchronises it on every view: the host would wait for the model that made the logits). None is
+    needed: our kernels and copies queue on the caller's stream, after the work that made ``a``."""
+    return _cuda()[0].from_cuda_array_interface(a.__cuda_array_interface__, owner=a, sync=False)
+
+
 _VIEWS: dict = {}  # (device, address, shape, dtype) -> numba's view of a torch tensor, holding no reference to it
 
 
@@ -89,7 +96,7 @@ def _view(t: Any, given: Any) -> Any:
     layout, holding no reference (they never keep memory alive; torch frees on the stream's order). When
     ``t`` is a copy (a CPU tensor moved over, a non-contiguous one made contiguous) its view holds it."""
     if t.data_ptr() != given.data_ptr():
-        return _cuda()[0].as_cuda_array(t)
+        return _numba(t)
     key = (t.device.index, t.data_ptr(), t.shape, t.dtype)
     v = _VIEWS.get(key)
     if v is None:
@@ -138,7 +145,7 @@ def device_rows(x: Any, name: str) -> Rows:
         return Rows(_view(t, x), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
                     torch_device=t.device, stream=_stream(torch.cuda.current_stream(t.device).cuda_stream))
     if is_device_array(x):
-        d = x if is_numba_device(x) else cuda.as_cuda_array(x)
+        d = x if is_numba_device(x) else _numba(x)
         kind = "numba" if is_numba_device(x) else "cupy"
         dt = V.check_device_float(d.dtype, name)
         lead, c = V.check_rows_shape(d.shape, name)
@@ -184,44 +191,54 @@ def _back(d: Any, stream: Any) -> np.ndarray:
 
 
 def _tokens(tok: Any) -> tuple:
-    """Token IDs on the device and the stream to queue on: a CUDA tensor in place, on torch's current
-    stream (after the work that made it); host arrays (and CPU tensors, the simulator's) uploaded."""
-    cuda = _cuda()[0]
+    """Token IDs on the device, the stream to queue on and the torch device (None for host input): a CUDA
+    tensor in place, on torch's current stream (after the work that made it); host arrays (and CPU
+    tensors, the simulator's) uploaded."""
     if is_torch(tok):
         if tok.device.type == "cuda":
             import torch
 
-            return cuda.as_cuda_array(tok.contiguous()), _stream(torch.cuda.current_stream(tok.device).cuda_stream)
+            return _numba(tok.contiguous()), _stream(torch.cuda.current_stream(tok.device).cuda_stream), tok.device
         tok = tok.numpy()
-    return cuda.to_device(np.ascontiguousarray(tok)), 0
+    return _cuda()[0].to_device(np.ascontiguousarray(tok)), 0, None
+
+
+def _put(host: np.ndarray, torch_device: Any, stream: Any) -> Any:
+    """A host array on the device: through torch's caching allocator when the input is torch's (numba's
+    cuMemAlloc and staged copy cost more than many of our kernels), else numba's."""
+    host = np.ascontiguousarray(host)
+    if torch_device is not None:
+        import torch
+
+        return _numba(torch.from_numpy(host).to(torch_device))
+    return _cuda()[0].to_device(host, stream=stream)
+
+
+def _alloc(shape: Any, dtype: Any, torch_device: Any = None, stream: Any = 0, cupy: bool = False):
+    """An uninitialised device array, from the input's own allocator where it has a caching one (torch,
+    CuPy): numba's plain cuMemAlloc and staged copies cost 0.1 ms a call on an H100."""
+    if torch_device is not None:
+        import torch
+
+        return _numba(torch.empty(shape, dtype=_torch_dtypes()[np.dtype(dtype)], device=torch_device))
+    if cupy:
+        import cupy as cp
+
+        return _numba(cp.empty(shape, dtype))
+    return _cuda()[0].device_array(shape, dtype, stream=stream)
 
 
 def _empty(rows: Rows, shape: tuple, dtype: Any):
-    """A device array, from the input's own allocator where it has a caching one (torch, CuPy):
-    numba's plain cuMemAlloc and staged copies cost 0.1 ms a call on an H100."""
-    cuda, _ = _cuda()
-    if rows.torch_device is not None:
-        import torch
-
-        return cuda.as_cuda_array(torch.empty(shape, dtype=_torch_dtypes()[np.dtype(dtype)], device=rows.torch_device))
-    if rows.kind == "cupy":
-        import cupy
-
-        return cuda.as_cuda_array(cupy.empty(shape, dtype))
-    return cuda.device_array(shape, dtype)
+    """``_alloc`` beside ``rows``."""
+    return _alloc(shape, dtype, rows.torch_device, rows.stream, rows.kind == "cupy")
 
 
 def _upload(rows: Rows, host: np.ndarray):
-    cuda, _ = _cuda()
-    if rows.torch_device is not None:
-        import torch
-
-        return cuda.as_cuda_array(torch.from_numpy(host).to(rows.torch_device))
     if rows.kind == "cupy":
         import cupy
 
-        return cuda.as_cuda_array(cupy.asarray(host))
-    return cuda.to_device(host)
+        return _numba(cupy.asarray(host))
+    return _put(host, rows.torch_device, rows.stream)
 
 
 @dataclass
@@ -259,7 +276,6 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
     leading shape and one of ``dtypes``; None sends it through the host's validation."""
     if x is None or not is_device_array(x):
         return None
-    cuda, _ = _cuda()
     if is_torch(x):
         if x.device != rows.torch_device or tuple(x.shape) != rows.lead or str(x.dtype)[6:] not in dtypes:
             return None
@@ -269,7 +285,7 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
         return _view((t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous(), x)
     if rows.torch_device is not None:
         return None
-    d = x if is_numba_device(x) else cuda.as_cuda_array(x)
+    d = x if is_numba_device(x) else _numba(x)
     if tuple(d.shape) != rows.lead or d.dtype.name not in dtypes or not d.is_c_contiguous():
         return None
     d = d.reshape(-1)
@@ -415,27 +431,23 @@ def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndar
     """LCS length of each pair (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]) on the GPU: validated
     tokens of one dtype (host arrays or CUDA tensors; ``b`` may be ``a``: the kernel swaps the sides, so
     both must have the same type), host spans in; int64 lengths back on the host."""
-    cuda, K = _cuda()
+    _, K = _cuda()
     n = len(a_start)
     if n == 0:
         return np.zeros(0, np.int64)
-    da, stream = _tokens(a)
+    da, stream, dev = _tokens(a)
     db = da if b is a else _tokens(b)[0]
     side = np.minimum(np.asarray(a_end) - a_start, np.asarray(b_end) - b_start)  # the wavefront's columns
     widest = int(side.max())
-
-    def up(x):
-        return cuda.to_device(np.ascontiguousarray(x, np.int64), stream=stream)
-
     if widest <= K.LCS_SHARED_MAX:  # three diagonals of int32 in shared memory
-        scratch, off, shared = cuda.device_array(0, np.int32, stream=stream), up(np.zeros(1)), 12 * (widest + 1)
+        scratch_off, scratch, shared = np.zeros(n), _alloc(0, np.int32, dev, stream), 12 * (widest + 1)
     else:
-        off = np.concatenate([[0], np.cumsum(3 * (side + 1))])
-        scratch, off, shared = cuda.device_array(int(off[-1]), np.int32, stream=stream), up(off[:-1]), 0
-    out = cuda.device_array(n, np.int64, stream=stream)
+        scratch_off = np.concatenate([[0], np.cumsum(3 * (side + 1))])
+        scratch, shared = _alloc(int(scratch_off[-1]), np.int32, dev, stream), 0
+    spans = _put(np.concatenate([a_start, a_end, b_start, b_end, scratch_off[:n]]).astype(np.int64), dev, stream)
+    out = _alloc(n, np.int64, dev, stream)
     threads = min(K.TPB, max(32, -(-widest // 32) * 32))
-    K.lcs_pairs[n, threads, stream, shared](da, up(a_start), up(a_end), db, up(b_start), up(b_end), off, scratch,
-                                            out)
+    K.lcs_pairs[n, threads, stream, shared](da, db, spans, scratch, out)
     return _back(out, stream)
 
 
@@ -474,14 +486,21 @@ def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarra
     tokens (a host array, or a CUDA tensor used in place) and host indices from ``text.token_ids.joined``
     in, int64 (segments, order) back, or (references, order) with ``per_ref``. Only counts cross back;
     the scores are made on the host by the CPU path's formulas."""
-    cuda, K = _cuda()
+    _, K = _cuda()
     if not 1 <= order <= K.MAX_GPU_ORDER:  # the kernel counts orders in fixed per-thread arrays
         raise ValueError(f"the GPU n-gram kernel counts orders 1..{K.MAX_GPU_ORDER}, got {order}")
     shape = (len(ref_seq) if per_ref else len(hyp), order)
     if not (len(hyp) and len(tok)):
         return np.zeros(shape, np.int64)
-    d_tok, stream = _tokens(tok)
-    out = cuda.to_device(np.zeros(shape, np.int64), stream=stream)
-    small = [cuda.to_device(np.ascontiguousarray(a, np.int64), stream=stream) for a in (off, hyp, ref_seq, seg)]
-    K.ngram_matches[len(hyp), min(K.TPB, 128), stream](d_tok, *small, order, per_ref, out)
+    d_tok, stream, dev = _tokens(tok)
+    meta = np.concatenate([off, hyp, ref_seq, seg]).astype(np.int64)  # one upload (see the kernel)
+    o_hyp, o_ref, o_seg = len(off), len(off) + len(hyp), len(off) + len(hyp) + len(ref_seq)
+    lens = np.diff(off)
+    ref_sum = np.concatenate([[0], np.cumsum(lens[ref_seq])])
+    widest = int((lens[hyp] + ref_sum[seg[1:]] - ref_sum[seg[:-1]]).max())  # a segment's tokens, all sides
+    staged = widest <= K.NGRAM_SHARED_MAX
+    out = _put(np.zeros(shape, np.int64), dev, stream)
+    threads = min(K.TPB, max(32, -(-int(lens[hyp].max()) // 32) * 32))  # a thread per hypothesis position
+    K.ngram_matches[len(hyp), threads, stream, 8 * widest if staged else 0](
+        d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out)
     return _back(out, stream)

@@ -22,7 +22,8 @@ from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
-GPU_BUDGET_MAX = 1 << 30   # on a GPU: a quarter of the free memory, at most this (wide slices keep cuBLAS busy)
+GPU_BUDGET_MAX = 768 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy,
+#                            and with the block's hidden rows and the model's activations the peak stays under 1 GiB
 _MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
 
 
@@ -232,7 +233,8 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
     max_bytes : int, optional
         Bytes of logits held at once. Default: 64 MiB on the CPU (BLAS is
         at full speed well before that); on a GPU a quarter of the free
-        memory, at most 1 GiB (wider slices keep cuBLAS busy).
+        memory, at most 768 MiB (wide enough to keep cuBLAS busy; the peak with
+        the hidden rows stays under 1 GiB).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
     logit_map : callable, optional

@@ -73,13 +73,14 @@ def test_bf16_pairs(rng, v, row_kernel):
     assert tm.perplexity(x[:4], t[:4], device="cuda") == pytest.approx(tm.perplexity(x[:4], t[:4]), rel=1e-6)
 
 
-@pytest.mark.parametrize("ties", ["sklearn", "optimistic", "pessimistic"])
-def test_ranks_exact(rng, ties, row_kernel):
-    x = scores(rng, (6, 33), ties=True)
+@pytest.mark.parametrize("ties, v", [("sklearn", 33), ("optimistic", 33), ("pessimistic", 33),
+                                     ("pessimistic", 300)])  # 300: the loop's four-element tiles (ties on both sides)
+def test_ranks_exact(rng, ties, v, row_kernel):
+    x = scores(rng, (6, v), ties=True)
     x[2, [0, 7, 30]] = np.nan
-    t = rng.integers(0, 33, 6)
+    t = rng.integers(0, v, 6)
     t[3] = 7
-    x[3, 7] = np.nan  # a NaN target
+    x[3, [2, 7, 9, 31, v - 1]] = np.nan  # a NaN target, tied with NaNs before and after it
     t[5] = -1
     safe = np.where(t < 0, 0, t)  # target_rank counts every row
     np.testing.assert_array_equal(tm.target_rank(dev(x), safe, ties=ties).copy_to_host(),
@@ -266,9 +267,8 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
 
 
 
-def _token_batch(rng, b=5, vocab=6):
+def _token_batch(rng, b=5, vocab=6, width=14):
     """Token IDs with repeats (a small vocabulary), an empty hypothesis and padding (-1)."""
-    width = 14
     hyp = np.full((b, width), -1, np.int64)
     ref = np.full((b, 2, width), -1, np.int64)
     for i in range(b):
@@ -280,7 +280,17 @@ def _token_batch(rng, b=5, vocab=6):
     return hyp, ref
 
 
-def test_token_id_bleu_equals_the_cpu(rng):
+@pytest.fixture(params=["shared memory", "global memory"])
+def ngram_tokens(request, monkeypatch):
+    """Where the n-gram kernel reads a segment's tokens: staged in shared memory, or in place."""
+    from turbometrics._kernels import cuda as K
+
+    if request.param == "global memory":
+        monkeypatch.setattr(K, "NGRAM_SHARED_MAX", 0)
+    return request.param
+
+
+def test_token_id_bleu_equals_the_cpu(rng, ngram_tokens):
     hyp, ref = _token_batch(rng)
     for opts in ({}, {"max_ngram_order": 2, "smooth_method": "floor"}, {"effective_order": False}):
         got = tm.segment_bleu(dev(hyp), dev(ref), pad_id=-1, **opts)
@@ -290,7 +300,13 @@ def test_token_id_bleu_equals_the_cpu(rng):
             tm.corpus_bleu(hyp, ref, pad_id=-1, **opts).score
 
 
-def test_token_id_rouge_equals_the_cpu(rng):
+def test_token_id_bleu_of_hypotheses_longer_than_the_block(rng, ngram_tokens):
+    hyp, ref = _token_batch(rng, b=2, vocab=5, width=300)  # several positions a thread
+    got = tm.segment_bleu(dev(hyp), dev(ref), pad_id=-1, max_ngram_order=6)
+    assert got.copy_to_host().tolist() == tm.segment_bleu(hyp, ref, pad_id=-1, max_ngram_order=6).tolist()
+
+
+def test_token_id_rouge_equals_the_cpu(rng, ngram_tokens):
     hyp, ref = _token_batch(rng, vocab=4)
     types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
     got = tm.rouge(dev(hyp), dev(ref), types, pad_id=-1)
@@ -316,3 +332,22 @@ def test_token_ids_as_tensors_go_through_the_device_compaction(rng):
         assert np.array(got[t]).tolist() == np.array(want[t]).tolist(), t
     if torch.cuda.is_available():  # the functions hand results back on the tensors' device
         assert tm.segment_bleu(on, r_on, pad_id=-1).device == on.device
+
+
+def test_shared_memory_limits(rng, monkeypatch):
+    """The largest launches that stage in shared memory and the first that go to global memory: on a GPU
+    the real 48 KB limits (LCS diagonals of 4,095 columns, an n-gram segment of 6,144 tokens), in the
+    simulator small stand-ins for them."""
+    from turbometrics._kernels import cuda as K
+
+    if K.SIM:
+        monkeypatch.setattr(K, "LCS_SHARED_MAX", 40)
+        monkeypatch.setattr(K, "NGRAM_SHARED_MAX", 90)
+    for side in (K.LCS_SHARED_MAX, K.LCS_SHARED_MAX + 1):
+        a, b = [rng.integers(0, 50, side + 7)], [rng.integers(0, 50, side)]
+        assert tm.lcs_length(a, b, device="cuda").tolist() == tm.lcs_length(a, b).tolist(), side
+    for total in (K.NGRAM_SHARED_MAX, K.NGRAM_SHARED_MAX + 1):
+        hyp = rng.integers(0, 40, (1, total // 2))
+        ref = rng.integers(0, 40, (1, total - total // 2))
+        got = tm.segment_bleu(dev(hyp), dev(ref))
+        assert got.copy_to_host().tolist() == tm.segment_bleu(hyp, ref).tolist(), total

@@ -20,7 +20,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from numba import config, cuda, float32, float64, int32, int64, uint32, uint64
+from numba import config, cuda, float32, float64, int32, int64, uint64
 
 SIM = bool(config.ENABLE_CUDASIM)
 TPB = 64 if SIM else 256          # threads per block
@@ -212,12 +212,13 @@ def _hi_bf16(w):
 
 
 @lru_cache(maxsize=None)
-def kernels(widen: int, group: int = TPB) -> dict:
+def kernels(widen: int, group: int = TPB, topk_blocks: int | None = None) -> dict:
     """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64).
 
     ``group`` threads work on one row: TPB (a block per row, for long rows) or 32
     (a warp per row, TPB // 32 rows per block, for short ones). ``topk_rows``
-    is always a block per row.
+    is always a block per row; ``topk_blocks`` asks the compiler to fit that many of its blocks
+    on an SM (launch bounds: fewer registers, maybe spills), for measuring on hardware.
     """
     G = group
     RPB = TPB // G  # rows per block
@@ -388,24 +389,22 @@ def kernels(widen: int, group: int = TPB) -> dict:
                 target_logit[r] = float64(load(x, r, j))
 
     @cuda.jit(device=True, inline=True)
-    def rank_step(v, j, st, nan_t, t, gt, eb, ea):
-        if nan_t:
-            eq = v != v
-        else:
-            eq = v == st
-            gt += not (v <= st)  # greater, or NaN
-        if eq and j < t:
-            eb += 1
-        elif eq and j > t:
-            ea += 1
-        return gt, eb, ea
+    def tie_step(v, j, st, t, eb, ea):
+        """A tie with the target (v == st, or both NaN) counts before or after it by index."""
+        if v == st or (v != v and st != st):
+            if j < t:
+                eb += 1
+            elif j > t:
+                ea += 1
+        return eb, ea
 
     @cuda.jit
     def rank_rows(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, out, status):
         """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
         ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where
-        the target is not counted (or out of range); status[r] as ``target_of``.
+        the target is not counted (or out of range); status[r] as ``target_of``. The loop is
+        compute-bound on a GPU: one compare and add an element, ties in a rare branch a tile.
         """
         lane, r, rows, n = row_of(x)
         t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
@@ -418,13 +417,21 @@ def kernels(widen: int, group: int = TPB) -> dict:
             j = lane
             while j + 3 * G < n:
                 v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
-                gt, eb, ea = rank_step(v0, j, st, nan_t, t, gt, eb, ea)
-                gt, eb, ea = rank_step(v1, j + G, st, nan_t, t, gt, eb, ea)
-                gt, eb, ea = rank_step(v2, j + 2 * G, st, nan_t, t, gt, eb, ea)
-                gt, eb, ea = rank_step(v3, j + 3 * G, st, nan_t, t, gt, eb, ea)
+                if not nan_t:  # NaN or greater: not <= (a NaN target is beaten by nothing)
+                    gt += int64(not (v0 <= st)) + int64(not (v1 <= st)) + int64(not (v2 <= st)) + \
+                        int64(not (v3 <= st))
+                if (v0 == st or v1 == st or v2 == st or v3 == st) or (nan_t and not (v0 == v0 and v1 == v1
+                                                                                    and v2 == v2 and v3 == v3)):
+                    eb, ea = tie_step(v0, j, st, t, eb, ea)
+                    eb, ea = tie_step(v1, j + G, st, t, eb, ea)
+                    eb, ea = tie_step(v2, j + 2 * G, st, t, eb, ea)
+                    eb, ea = tie_step(v3, j + 3 * G, st, t, eb, ea)
                 j += 4 * G
             while j < n:
-                gt, eb, ea = rank_step(load(x, r, j), j, st, nan_t, t, gt, eb, ea)
+                v = load(x, r, j)
+                if not nan_t:
+                    gt += int64(not (v <= st))
+                eb, ea = tie_step(v, j, st, t, eb, ea)
                 j += G
         buf = cuda.shared.array(TPB, int64)
         gt = gsum(gt, buf)
@@ -458,7 +465,7 @@ def kernels(widen: int, group: int = TPB) -> dict:
             return a0, a1, kk, a2, b0, b1, j, b2
         return a0, a1, a2, kk, b0, b1, b2, j
 
-    @cuda.jit
+    @(cuda.jit if topk_blocks is None else cuda.jit(launch_bounds=(TPB, topk_blocks)))  # (the simulator has none)
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 
@@ -670,30 +677,32 @@ def _lcs_wavefront(x, x0, nx, y, y0, w, buf, o):
 
 
 @cuda.jit
-def lcs_pairs(a, a_start, a_end, b, b_start, b_end, scratch_off, scratch, out):
-    """LCS length of pair p = (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]), one block per pair.
+def lcs_pairs(a, b, spans, scratch, out):
+    """LCS length of pair p = (a[spans[p]:spans[n + p]], b[spans[2n + p]:spans[3n + p]]), n = len(out), one
+    block per pair (the spans in one array: one upload).
 
     The block walks the DP's anti-diagonals (``_lcs_wavefront``) with the shorter side as columns: n + m
     steps of up to min(n, m) independent cells. The diagonals sit in dynamic shared memory when every
     pair's shorter side is at most LCS_SHARED_MAX (``scratch`` empty), else in global ``scratch`` at
-    scratch_off[p]. Pairs address their spans (not consecutive offsets) so that one token array serves
+    spans[4n + p]. Pairs address their spans (not consecutive offsets) so that one token array serves
     every pairing of its sequences without a gather.
     """
-    p = cuda.blockIdx.x
-    a0, b0 = a_start[p], b_start[p]
-    na, nb = a_end[p] - a0, b_end[p] - b0
+    p, n = cuda.blockIdx.x, out.shape[0]
+    a0, b0 = spans[p], spans[2 * n + p]
+    na, nb = spans[n + p] - a0, spans[3 * n + p] - b0
     swap = nb > na
     x, x0, nx = (b, b0, nb) if swap else (a, a0, na)
     y, y0, w = (a, a0, na) if swap else (b, b0, nb)
     if scratch.shape[0] == 0:
         v = _lcs_wavefront(x, x0, nx, y, y0, w, cuda.shared.array(0, int32), 0)
     else:
-        v = _lcs_wavefront(x, x0, nx, y, y0, w, scratch, scratch_off[p])
+        v = _lcs_wavefront(x, x0, nx, y, y0, w, scratch, spans[4 * n + p])
     if cuda.threadIdx.x == 0:
         out[p] = v
 
 
 MAX_GPU_ORDER = 16  # n-gram orders the token-ID kernel counts in registers (BLEU's 4, ROUGE-1..9)
+NGRAM_SHARED_MAX = 6144  # int64 tokens of a segment (hypothesis + its references) staged in shared memory: 48 KB
 
 
 @cuda.jit(device=True, inline=True)
@@ -705,56 +714,93 @@ def _common_prefix(tok, p, q, m):
     return k
 
 
-@cuda.jit
-def ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref, out):
-    """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
+@cuda.jit(device=True, inline=True)
+def _count_at(tok, i, top, j0, j1, end, cnt):
+    """cnt[n - 1] += how many n-grams equal to the one at i (n <= top) start in [j0, j1) of a sequence that
+    ends at ``end``. The first tokens are compared with a register: a warp's threads read the same tok[j]
+    (a broadcast), and the prefix walk is the rare branch for most data."""
+    t0 = tok[i]
+    for j in range(j0, j1):
+        if tok[j] == t0:
+            for n in range(_common_prefix(tok, i, j, min(top, end - j))):
+                cnt[n] += 1
 
-    One block per segment; its threads take the hypothesis's positions i in turn. The n-gram at i equals
-    the one at j exactly when the two sequences agree on n tokens from there, so one common-prefix walk
-    per (i, j) serves every order. Each distinct n-gram is counted at its first occurrence i:
-    min(count in the hypothesis, count in the reference), summed with integer atomics (exact, in any
-    order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
-    out[segment, n - 1]; True (ROUGE-N): one sum per reference, into out[reference, n - 1].
-    Sequence s is tok[off[s]:off[s + 1]]; segment i's hypothesis is hyp[i], its references
-    ref_seq[seg[i]:seg[i + 1]].
-    """
-    s = cuda.blockIdx.x
-    h0 = off[hyp[s]]
-    hl = off[hyp[s] + 1] - h0
+
+@cuda.jit(device=True, inline=True)
+def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out):
+    """ngram_matches of segment s, whose hypothesis starts at tok[h0]: ``tok`` is the shared copy (``staged``:
+    the references follow the hypothesis there, in order) or the global tokens (references found in ``meta``)."""
+    hl = meta[meta[o_hyp + s] + 1] - meta[meta[o_hyp + s]]
     cnt = cuda.local.array(MAX_GPU_ORDER, int64)
-    first = cuda.local.array(MAX_GPU_ORDER, int64)
-    best = cuda.local.array(MAX_GPU_ORDER, int64)
     cnt_r = cuda.local.array(MAX_GPU_ORDER, int64)
+    best = cuda.local.array(MAX_GPU_ORDER, int64)
     i = cuda.threadIdx.x
     while i < hl:
         top = min(order, hl - i)  # orders of the n-grams starting at i
         for n in range(top):
             cnt[n] = 0
-            first[n] = 1
             best[n] = 0
-        for j in range(hl):
-            m = _common_prefix(tok, h0 + i, h0 + j, min(top, hl - j))
-            for n in range(m):
-                cnt[n] += 1
-                if j < i:
-                    first[n] = 0
-        for r in range(seg[s], seg[s + 1]):
-            a = off[ref_seq[r]]
-            rl = off[ref_seq[r] + 1] - a
-            for n in range(top):
-                cnt_r[n] = 0
-            for j in range(rl):
-                m = _common_prefix(tok, h0 + i, a + j, min(top, rl - j))
-                for n in range(m):
-                    cnt_r[n] += 1
-            for n in range(top):
-                if per_ref:
-                    if first[n] and cnt_r[n] > 0:
-                        cuda.atomic.add(out, (r, n), min(cnt[n], cnt_r[n]))
-                elif cnt_r[n] > best[n]:
-                    best[n] = cnt_r[n]
-        if not per_ref:
-            for n in range(top):
-                if first[n] and best[n] > 0:
-                    cuda.atomic.add(out, (s, n), min(cnt[n], best[n]))
+        _count_at(tok, h0 + i, top, h0, h0 + i, h0 + hl, cnt)  # occurrences before i
+        new = 0  # the orders n > new are counted here, at their first occurrence (a shorter n-gram seen
+        while new < top and cnt[new] > 0:  # before i says nothing of a longer one; a longer one seen says
+            new += 1                        # its prefixes were)
+        if new < top:
+            _count_at(tok, h0 + i, top, h0 + i, h0 + hl, h0 + hl, cnt)  # with i: the hypothesis count of n > new
+            a = h0 + hl
+            for r in range(meta[o_seg + s], meta[o_seg + s + 1]):
+                q = meta[o_ref + r]
+                rl = meta[q + 1] - meta[q]
+                if not staged:
+                    a = meta[q]
+                for n in range(top):
+                    cnt_r[n] = 0
+                _count_at(tok, h0 + i, top, a, a + rl, a + rl, cnt_r)
+                for n in range(new, top):
+                    if per_ref:
+                        if cnt_r[n] > 0:
+                            cuda.atomic.add(out, (r, n), min(cnt[n], cnt_r[n]))
+                    elif cnt_r[n] > best[n]:
+                        best[n] = cnt_r[n]
+                a += rl
+            if not per_ref:
+                for n in range(new, top):
+                    if best[n] > 0:
+                        cuda.atomic.add(out, (s, n), min(cnt[n], best[n]))
         i += cuda.blockDim.x
+
+
+@cuda.jit(device=True, inline=True)
+def _stage(tok, meta, q, buf, k0):
+    """Copy sequence q (tok[off[q]:off[q + 1]], off = meta[:]) to buf[k0:], by the whole block; the end in buf."""
+    a, n = meta[q], meta[q + 1] - meta[q]
+    for k in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+        buf[k0 + k] = tok[a + k]
+    return k0 + n
+
+
+@cuda.jit
+def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
+    """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
+
+    One block per segment; its threads take the hypothesis's positions i in turn. The n-gram at i equals
+    the one at j exactly when the two sequences agree on n tokens from there, so one common-prefix walk
+    per (i, j) with equal first tokens serves every order. Each distinct n-gram is counted at its first
+    occurrence i: min(count in the hypothesis, count in the reference), summed with integer atomics (exact,
+    in any order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
+    out[segment, n - 1]; True (ROUGE-N): one sum per reference, into out[reference, n - 1].
+
+    ``meta`` holds the host's int64 indices in one array (one upload): sequence k is tok[off[k]:off[k + 1]]
+    with off = meta[:o_hyp]; segment s's hypothesis is sequence meta[o_hyp + s], its references the sequences
+    meta[o_ref + r] for r in [meta[o_seg + s], meta[o_seg + s + 1]). With ``staged`` every segment's tokens
+    (at most NGRAM_SHARED_MAX) are first copied to dynamic shared memory, the many re-reads served there.
+    """
+    s = cuda.blockIdx.x
+    if staged:
+        buf = cuda.shared.array(0, int64)
+        k0 = _stage(tok, meta, meta[o_hyp + s], buf, 0)  # the hypothesis, then each reference
+        for r in range(meta[o_seg + s], meta[o_seg + s + 1]):
+            k0 = _stage(tok, meta, meta[o_ref + r], buf, k0)
+        cuda.syncthreads()
+        _segment_matches(buf, 0, True, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out)
+    else:
+        _segment_matches(tok, meta[meta[o_hyp + s]], False, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out)
