@@ -511,16 +511,15 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = None) -> dic
                     a0, a1, a2, a3, b0, b1, b2, b3 = best4(k0, j, a0, a1, a2, a3, b0, b1, b2, b3)
                 j += TPB
             mk = a0
-            tmax[tid] = mk
+            mine = mk * TPB + (TPB - 1 - tid)  # key, then the lower thread ahead: one compare a thread below
+            tmax[tid] = mine
             if tid == 0:
                 state[3] = 0
                 state[4] = 0
             cuda.syncthreads()
             ahead = 0
-            for u in range(TPB):
-                tu = tmax[u]
-                if tu > mk or (tu == mk and u < tid):
-                    ahead += 1
+            for u in range(TPB):  # a broadcast load, compare and add each
+                ahead += tmax[u] > mine
             if ahead == k - 1:  # exactly one thread
                 state[0] = mk
             cuda.syncthreads()
