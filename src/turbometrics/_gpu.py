@@ -23,6 +23,7 @@ import numpy as np
 from . import _validate as V
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
 
+NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
 WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
 _TORCH_DTYPES: dict = {}  # numpy dtype -> torch dtype, filled on first use
 
@@ -500,7 +501,9 @@ def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarra
     widest = int((lens[hyp] + ref_sum[seg[1:]] - ref_sum[seg[:-1]]).max())  # a segment's tokens, all sides
     staged = widest <= K.NGRAM_SHARED_MAX
     out = _put(np.zeros(shape, np.int64), dev, stream)
-    threads = min(K.TPB, max(32, -(-int(lens[hyp].max()) // 32) * 32))  # a thread per hypothesis position
-    K.ngram_matches[len(hyp), threads, stream, 8 * widest if staged else 0](
+    longest = int(lens[hyp].max())
+    threads = min(NGRAM_THREADS, K.TPB, max(32, -(-longest // 32) * 32))
+    parts = max(1, min(-(-longest // threads), -(-NGRAM_BLOCKS // len(hyp))))  # blocks a segment: a thread a position
+    K.ngram_matches[(len(hyp), parts), threads, stream, 8 * widest if staged else 0](
         d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out)
     return _back(out, stream)

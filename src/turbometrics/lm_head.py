@@ -22,9 +22,10 @@ from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
-GPU_BUDGET_MAX = 768 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy,
-#                            and with the block's hidden rows and the model's activations the peak stays under 1 GiB
+GPU_BUDGET_MAX = 896 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy, and
+#                            with the block's hidden rows and the model's last hidden states the peak stays under 1 GiB
 _MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
+_FULL_ROWS = 1024          # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
 
 
 def _check_head(hidden: Any, weight: Any, bias: Any):
@@ -69,7 +70,10 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
 
 
 def _plan(rows: int, vocab: int, itemsize: int, chunk: int | None, budget: int) -> tuple[int, int]:
-    """(rows per block, vocabulary columns per slice) holding at most ``budget`` bytes of logits."""
+    """(rows per block, vocabulary columns per slice) holding at most ``budget`` bytes of logits: whole rows
+    of the vocabulary when enough of them fit (one fold a block), else up to _MAX_ROWS rows a block."""
+    if chunk is None and budget // (vocab * itemsize) >= min(rows, _FULL_ROWS):
+        chunk = vocab
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
         chunk = max(256, budget // (block * itemsize)) // 64 * 64
@@ -201,6 +205,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
             if logit_map is not None:
                 logits = _mapped(logit_map, logits).contiguous()
             fold.add(logits, v0)
+            del logits  # before the next slice is made: one slice at a time (the fold is queued on its stream)
     return _finish(*fold.result())
 
 
@@ -233,7 +238,7 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
     max_bytes : int, optional
         Bytes of logits held at once. Default: 64 MiB on the CPU (BLAS is
         at full speed well before that); on a GPU a quarter of the free
-        memory, at most 768 MiB (wide enough to keep cuBLAS busy; the peak with
+        memory, at most 896 MiB (wide enough to keep cuBLAS busy; the peak with
         the hidden rows stays under 1 GiB).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).

@@ -300,8 +300,13 @@ def test_token_id_bleu_equals_the_cpu(rng, ngram_tokens):
             tm.corpus_bleu(hyp, ref, pad_id=-1, **opts).score
 
 
-def test_token_id_bleu_of_hypotheses_longer_than_the_block(rng, ngram_tokens):
-    hyp, ref = _token_batch(rng, b=2, vocab=5, width=300)  # several positions a thread
+@pytest.mark.parametrize("blocks", ["a block a segment", "enough blocks"])
+def test_token_id_bleu_of_hypotheses_longer_than_the_block(rng, ngram_tokens, blocks, monkeypatch):
+    from turbometrics import _gpu
+
+    if blocks == "a block a segment":  # each thread takes several positions
+        monkeypatch.setattr(_gpu, "NGRAM_BLOCKS", 1)
+    hyp, ref = _token_batch(rng, b=2, vocab=5, width=300)
     got = tm.segment_bleu(dev(hyp), dev(ref), pad_id=-1, max_ngram_order=6)
     assert got.copy_to_host().tolist() == tm.segment_bleu(hyp, ref, pad_id=-1, max_ngram_order=6).tolist()
 

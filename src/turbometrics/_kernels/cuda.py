@@ -27,6 +27,7 @@ TPB = 64 if SIM else 256          # threads per block
 WARPS = TPB // 32
 RADIX = 256                        # 8-bit digits in the top-k radix select
 CAP = 8 * TPB                      # top-k candidates ranked in shared memory
+TOPK_BLOCKS = 6  # top-k blocks an SM: 40 registers a thread; the default 62 ran 8-10% slower on an H200 (a2f422e)
 FULL = 0xFFFFFFFF
 
 # a row's target, as the row kernels report it (status arrays, uint8)
@@ -212,13 +213,13 @@ def _hi_bf16(w):
 
 
 @lru_cache(maxsize=None)
-def kernels(widen: int, group: int = TPB, topk_blocks: int | None = None) -> dict:
+def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS) -> dict:
     """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64).
 
     ``group`` threads work on one row: TPB (a block per row, for long rows) or 32
     (a warp per row, TPB // 32 rows per block, for short ones). ``topk_rows``
     is always a block per row; ``topk_blocks`` asks the compiler to fit that many of its blocks
-    on an SM (launch bounds: fewer registers, maybe spills), for measuring on hardware.
+    on an SM (launch bounds: fewer registers; None: as many as it likes).
     """
     G = group
     RPB = TPB // G  # rows per block
@@ -465,7 +466,7 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = None) -> dic
             return a0, a1, kk, a2, b0, b1, j, b2
         return a0, a1, a2, kk, b0, b1, b2, j
 
-    @(cuda.jit if topk_blocks is None else cuda.jit(launch_bounds=(TPB, topk_blocks)))  # (the simulator has none)
+    @(cuda.jit if SIM or topk_blocks is None else cuda.jit(launch_bounds=(TPB, topk_blocks)))
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 
@@ -726,14 +727,13 @@ def _count_at(tok, i, top, j0, j1, end, cnt):
 
 
 @cuda.jit(device=True, inline=True)
-def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out):
+def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i, step):
     """ngram_matches of segment s, whose hypothesis starts at tok[h0]: ``tok`` is the shared copy (``staged``:
     the references follow the hypothesis there, in order) or the global tokens (references found in ``meta``)."""
     hl = meta[meta[o_hyp + s] + 1] - meta[meta[o_hyp + s]]
     cnt = cuda.local.array(MAX_GPU_ORDER, int64)
     cnt_r = cuda.local.array(MAX_GPU_ORDER, int64)
     best = cuda.local.array(MAX_GPU_ORDER, int64)
-    i = cuda.threadIdx.x
     while i < hl:
         top = min(order, hl - i)  # orders of the n-grams starting at i
         for n in range(top):
@@ -765,7 +765,7 @@ def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_r
                 for n in range(new, top):
                     if best[n] > 0:
                         cuda.atomic.add(out, (s, n), min(cnt[n], best[n]))
-        i += cuda.blockDim.x
+        i += step
 
 
 @cuda.jit(device=True, inline=True)
@@ -781,7 +781,8 @@ def _stage(tok, meta, q, buf, k0):
 def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
     """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
 
-    One block per segment; its threads take the hypothesis's positions i in turn. The n-gram at i equals
+    Blocks (s, part) for segment s; thread u of part p takes the hypothesis's positions
+    i = p * blockDim + u, then i + gridDim.y * blockDim, ... (gridDim.y parts keep the SMs full). The n-gram at i equals
     the one at j exactly when the two sequences agree on n tokens from there, so one common-prefix walk
     per (i, j) with equal first tokens serves every order. Each distinct n-gram is counted at its first
     occurrence i: min(count in the hypothesis, count in the reference), summed with integer atomics (exact,
@@ -794,12 +795,14 @@ def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
     (at most NGRAM_SHARED_MAX) are first copied to dynamic shared memory, the many re-reads served there.
     """
     s = cuda.blockIdx.x
+    i, step = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x, cuda.gridDim.y * cuda.blockDim.x
     if staged:
         buf = cuda.shared.array(0, int64)
         k0 = _stage(tok, meta, meta[o_hyp + s], buf, 0)  # the hypothesis, then each reference
         for r in range(meta[o_seg + s], meta[o_seg + s + 1]):
             k0 = _stage(tok, meta, meta[o_ref + r], buf, k0)
         cuda.syncthreads()
-        _segment_matches(buf, 0, True, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out)
+        _segment_matches(buf, 0, True, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i, step)
     else:
-        _segment_matches(tok, meta[meta[o_hyp + s]], False, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out)
+        _segment_matches(tok, meta[meta[o_hyp + s]], False, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i,
+                         step)

@@ -253,7 +253,17 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
                 hits, den_p, den_r = np.where(live, lcs, 0), np.maximum(p_len, 1), np.maximum(r_len, 1)
             p, r = hits / den_p, hits / den_r
             f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
-            for i in range(len(pred)):  # the first reference with the highest F
-                j = seg[i] + int(np.argmax(f[seg[i]:seg[i + 1]]))
-                out[i, q] = p[j], r[j], f[j]
+            j = _first_best(f, seg)
+            out[:, q] = np.stack([p[j], r[j], f[j]], axis=1)
     return out.reshape(len(pred), 3 * len(kinds))
+
+
+def _first_best(f: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Per segment i, the index in [seg[i], seg[i + 1]) (never empty) of the first highest ``f`` (finite):
+    np.argmax of each group, without a Python loop over the segments."""
+    counts = np.diff(seg)
+    if not len(counts):
+        return np.zeros(0, np.int64)
+    hit = np.flatnonzero(f == np.repeat(np.maximum.reduceat(f, seg[:-1]), counts))
+    group = np.repeat(np.arange(len(counts)), counts)[hit]
+    return hit[np.concatenate([[True], group[1:] != group[:-1]])]
