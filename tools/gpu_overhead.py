@@ -57,3 +57,34 @@ for name, fn in [
     ("torch.sum read", lambda: x.sum()),
 ]:
     print(f"{name:<36} {best(fn):.3f} ms", flush=True)
+
+# One tm.perplexity call's stages in order (median of 50 calls, microseconds): what runs on the host before the
+# launch delays the kernel; what runs after the copy delays the result.
+from turbometrics._exact import exact_sum  # noqa: E402
+
+stages: dict = {}
+for rep in range(60):
+    torch.cuda.synchronize()
+    s = [time.perf_counter()]
+    r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
+    s.append(time.perf_counter())
+    b, o, st = _gpu._with_status(r, np.float64)
+    s.append(time.perf_counter())
+    tgt = _gpu.device_targets(r, t, None, None, st)
+    s.append(time.perf_counter())
+    _gpu._launch_rows("nll_rows", r, *tgt.args, o, st)
+    s.append(time.perf_counter())
+    torch.cuda.synchronize()  # the kernel itself
+    s.append(time.perf_counter())
+    h = _gpu._back(b, r.stream)
+    s.append(time.perf_counter())
+    cnt = tgt.counted_from(h[N:].view(np.uint8)[:N], r)
+    s.append(time.perf_counter())
+    exact_sum(h[:N]) / max(1, int(np.count_nonzero(cnt)))
+    s.append(time.perf_counter())
+    if rep >= 10:
+        for name, a, z in zip(("device_rows", "_with_status", "device_targets", "launch", "kernel (sync)",
+                               "copy back", "counted_from", "exact sum"), s, s[1:]):
+            stages.setdefault(name, []).append((z - a) * 1e6)
+for name, v in stages.items():
+    print(f"stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
