@@ -47,7 +47,7 @@ PTX = textwrap.dedent("""
                              "float64[::1], int64[::1], float64[::1])"))
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
-                             "int64[:, ::1], int64[::1], int64[::1])"))
+                             "int64[:, ::1], int64[::1], int64[::1])", (K.TPB, K.TOPK_BLOCKS)))  # as it ships
     for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows only
         jobs.append(("nll_rows", K.kernels(K.WIDEN_BF16_PAIRS, group)["nll_rows"], "void(int32[:, ::1], "
                      "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
@@ -60,24 +60,24 @@ PTX = textwrap.dedent("""
     from numba.cuda import compiler
     lower = getattr(compiler, "_compile_pyfunc_with_fixup", None)
 
-    def ptx_per_cc(func, sig):
+    def ptx_per_cc(func, sig, bounds=None):
         # Lower once and let NVVM emit each arch: lowering is ~95% of a compile_ptx (this test took
         # ~5 min as a compile_ptx per arch). compile_ptx per arch where numba's internals have moved.
         if lower is not None:
             try:
                 lib, _ = lower(func, sig, debug=None, lineinfo=False, device=False, fastmath=False, cc=CCS[0],
-                               opt=None, abi="numba", abi_info=None, forceinline=False, launch_bounds=None,
+                               opt=None, abi="numba", abi_info=None, forceinline=False, launch_bounds=bounds,
                                lto=False)
             except TypeError:  # another signature: a numba-cuda release we have not seen
                 pass
             else:
                 return [lib.get_asm_strs(cc=cc)[0] for cc in CCS]
-        return [cuda.compile_ptx(func, sig, cc=cc)[0] for cc in CCS]
+        return [cuda.compile_ptx(func, sig, cc=cc, launch_bounds=bounds)[0] for cc in CCS]
 
     n = 0
-    for name, kern, sig in jobs:
+    for name, kern, sig, *bounds in jobs:
         try:
-            ptxs = ptx_per_cc(kern.py_func, sig)
+            ptxs = ptx_per_cc(kern.py_func, sig, *bounds)
         except Exception as e:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             if any(w in msg for w in ("NVVM", "NVRTC", "nvrtc", "nvvm", "libnvrtc", "DynamicLib", "CUDA_HOME")):
@@ -85,6 +85,7 @@ PTX = textwrap.dedent("""
             raise
         for cc, ptx in zip(CCS, ptxs):
             assert f".target sm_{cc[0]}{cc[1]}" in ptx and ".entry" in ptx, (name, sig, cc)
+            assert not bounds or f".minnctapersm {bounds[0][1]}" in ptx, (name, "launch bounds missing")
             n += 1
     print(f"PTX OK: {n} kernel signatures for sm_80 and sm_90")
 """)

@@ -204,3 +204,17 @@ def test_tensors_compacted_in_place_equal_the_host_path(dtype):
         as_sequences(torch.zeros((2, 3), dtype=torch.bool), "h", 0, on_device=True)
     with pytest.raises(ValueError, match=">= 0"):
         as_sequences(torch.tensor([[3, -4, 0]]), "h", 0, on_device=True)
+
+
+def test_best_reference_per_segment_is_the_first_highest():
+    """The GPU ROUGE path's choice of reference (``_first_best``) is np.argmax over each segment's
+    references: ties go to the first; one reference a segment; no segments."""
+    from turbometrics.text.token_ids import _first_best
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        counts = rng.integers(1, 5, int(rng.integers(0, 8)))
+        seg = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        f = rng.integers(0, 3, int(seg[-1])) / 2.0  # many ties
+        want = [int(seg[i]) + int(np.argmax(f[seg[i]:seg[i + 1]])) for i in range(len(counts))]
+        assert _first_best(f, seg).tolist() == want

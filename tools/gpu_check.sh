@@ -42,7 +42,7 @@ step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy 
   -k regex:'nll_rows|topk_rows|rank_rows|fold_rows|ngram_matches|lcs_pairs' --launch-count 12 \
   python3 tools/gpu_scale.py profile
 step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
-  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_id_bleu_equals or lcs_lengths or shared_memory'
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_id_bleu_equals or lcs_lengths or shared_memory or topk_exact'
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
 step host 45 python3 tools/gpu_scale.py host

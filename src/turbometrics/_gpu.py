@@ -79,11 +79,11 @@ def _cuda():
     return _CUDA
 
 
-def _numba(a: Any) -> Any:
-    """numba's view of a torch or CuPy device array, with no wait on the array's stream (numba's default
-    synchronises it on every view: the host would wait for the model that made the logits). None is
-    needed: our kernels and copies queue on the caller's stream, after the work that made ``a``."""
-    return _cuda()[0].from_cuda_array_interface(a.__cuda_array_interface__, owner=a, sync=False)
+def _numba(a: Any, hold: bool = True) -> Any:
+    """numba's view of a torch or CuPy device array (holding ``a`` unless ``hold`` is False), with no wait on
+    the stream a CuPy array names (numba's default for the v3 interface would make the host wait for the
+    work that made it): our kernels and copies queue on the caller's stream, after that work."""
+    return _cuda()[0].from_cuda_array_interface(a.__cuda_array_interface__, owner=a if hold else None, sync=False)
 
 
 _VIEWS: dict = {}  # (device, address, shape, dtype) -> numba's view of a torch tensor, holding no reference to it
@@ -103,7 +103,7 @@ def _view(t: Any, given: Any) -> Any:
     if v is None:
         if len(_VIEWS) >= 64:
             _VIEWS.clear()
-        v = _VIEWS[key] = _cuda()[0].from_cuda_array_interface(t.__cuda_array_interface__, owner=None, sync=False)
+        v = _VIEWS[key] = _numba(t, hold=False)
     return v
 
 
@@ -204,29 +204,43 @@ def _tokens(tok: Any) -> tuple:
     return _cuda()[0].to_device(np.ascontiguousarray(tok)), 0, None
 
 
-def _put(host: np.ndarray, torch_device: Any, stream: Any) -> Any:
-    """A host array on the device: through torch's caching allocator when the input is torch's (numba's
-    cuMemAlloc and staged copy cost more than many of our kernels), else numba's."""
+def _put(host: np.ndarray, torch_device: Any, stream: Any, cupy: bool = False) -> Any:
+    """A host array on the device: through the input's caching allocator (torch, CuPy; numba's cuMemAlloc
+    and staged copy cost more than many of our kernels), else numba's. torch's copy from pageable memory
+    waits for the work queued on its stream (the caller waits for our result after it anyway)."""
     host = np.ascontiguousarray(host)
     if torch_device is not None:
         import torch
 
         return _numba(torch.from_numpy(host).to(torch_device))
-    return _cuda()[0].to_device(host, stream=stream)
-
-
-def _alloc(shape: Any, dtype: Any, torch_device: Any = None, stream: Any = 0, cupy: bool = False):
-    """An uninitialised device array, from the input's own allocator where it has a caching one (torch,
-    CuPy): numba's plain cuMemAlloc and staged copies cost 0.1 ms a call on an H100."""
-    if torch_device is not None:
-        import torch
-
-        return _numba(torch.empty(shape, dtype=_torch_dtypes()[np.dtype(dtype)], device=torch_device))
     if cupy:
         import cupy as cp
 
-        return _numba(cp.empty(shape, dtype))
+        return _numba(cp.asarray(host))
+    return _cuda()[0].to_device(host, stream=stream)
+
+
+def _alloc(shape: Any, dtype: Any, torch_device: Any = None, stream: Any = 0, cupy: bool = False,
+           zero: bool = False):
+    """A device array (uninitialised, or zeros with ``zero``), from the input's own allocator where it has a
+    caching one (torch, CuPy): numba's plain cuMemAlloc and staged copies cost 0.1 ms a call on an H100."""
+    if torch_device is not None:
+        import torch
+
+        make = torch.zeros if zero else torch.empty
+        return _numba(make(shape, dtype=_torch_dtypes()[np.dtype(dtype)], device=torch_device))
+    if cupy:
+        import cupy as cp
+
+        return _numba((cp.zeros if zero else cp.empty)(shape, dtype))
+    if zero:
+        return _cuda()[0].to_device(np.zeros(shape, dtype), stream=stream)
     return _cuda()[0].device_array(shape, dtype, stream=stream)
+
+
+def _threads(width: int, most: int) -> int:
+    """Threads a block for ``width`` parallel items: whole warps, at most ``most`` (and TPB)."""
+    return min(most, _kernels().TPB, max(32, -(-width // 32) * 32))
 
 
 def _empty(rows: Rows, shape: tuple, dtype: Any):
@@ -235,11 +249,8 @@ def _empty(rows: Rows, shape: tuple, dtype: Any):
 
 
 def _upload(rows: Rows, host: np.ndarray):
-    if rows.kind == "cupy":
-        import cupy
-
-        return _numba(cupy.asarray(host))
-    return _put(host, rows.torch_device, rows.stream)
+    """``_put`` beside ``rows``."""
+    return _put(host, rows.torch_device, rows.stream, rows.kind == "cupy")
 
 
 @dataclass
@@ -441,13 +452,13 @@ def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndar
     side = np.minimum(np.asarray(a_end) - a_start, np.asarray(b_end) - b_start)  # the wavefront's columns
     widest = int(side.max())
     if widest <= K.LCS_SHARED_MAX:  # three diagonals of int32 in shared memory
-        scratch_off, scratch, shared = np.zeros(n), _alloc(0, np.int32, dev, stream), 12 * (widest + 1)
+        scratch_off, scratch, shared = np.zeros(n, np.int64), _alloc(0, np.int32, dev, stream), 12 * (widest + 1)
     else:
         scratch_off = np.concatenate([[0], np.cumsum(3 * (side + 1))])
         scratch, shared = _alloc(int(scratch_off[-1]), np.int32, dev, stream), 0
     spans = _put(np.concatenate([a_start, a_end, b_start, b_end, scratch_off[:n]]).astype(np.int64), dev, stream)
     out = _alloc(n, np.int64, dev, stream)
-    threads = min(K.TPB, max(32, -(-widest // 32) * 32))
+    threads = _threads(widest, K.TPB)
     K.lcs_pairs[n, threads, stream, shared](da, db, spans, scratch, out)
     return _back(out, stream)
 
@@ -500,9 +511,9 @@ def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarra
     ref_sum = np.concatenate([[0], np.cumsum(lens[ref_seq])])
     widest = int((lens[hyp] + ref_sum[seg[1:]] - ref_sum[seg[:-1]]).max())  # a segment's tokens, all sides
     staged = widest <= K.NGRAM_SHARED_MAX
-    out = _put(np.zeros(shape, np.int64), dev, stream)
+    out = _alloc(shape, np.int64, dev, stream, zero=True)
     longest = int(lens[hyp].max())
-    threads = min(NGRAM_THREADS, K.TPB, max(32, -(-longest // 32) * 32))
+    threads = _threads(longest, NGRAM_THREADS)
     parts = max(1, min(-(-longest // threads), -(-NGRAM_BLOCKS // len(hyp))))  # blocks a segment: a thread a position
     K.ngram_matches[(len(hyp), parts), threads, stream, 8 * widest if staged else 0](
         d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out)

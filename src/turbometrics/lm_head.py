@@ -22,8 +22,8 @@ from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
-GPU_BUDGET_MAX = 896 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy, and
-#                            with the block's hidden rows and the model's last hidden states the peak stays under 1 GiB
+GPU_BUDGET_MAX = 896 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy,
+#                            and beside a model's last hidden states (lm_perplexity) the peak stays under 1 GiB
 _MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
 _FULL_ROWS = 1024          # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
 
@@ -69,16 +69,17 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
     return h.reshape(-1, h.shape[-1]), w, b, tuple(h.shape[:-1]), kind
 
 
-def _plan(rows: int, vocab: int, itemsize: int, chunk: int | None, budget: int) -> tuple[int, int]:
-    """(rows per block, vocabulary columns per slice) holding at most ``budget`` bytes of logits: whole rows
-    of the vocabulary when enough of them fit (one fold a block), else up to _MAX_ROWS rows a block."""
-    if chunk is None and budget // (vocab * itemsize) >= min(rows, _FULL_ROWS):
+def _plan(rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budget: int) -> tuple[int, int]:
+    """(rows per block, vocabulary columns per slice): a block's logits slice and its copy of the hidden rows
+    (d wide) in at most ``budget`` bytes. Whole rows of the vocabulary when enough of them fit (one fold a
+    block), else slices sized for _MAX_ROWS rows."""
+    if chunk is None and budget // ((vocab + d) * itemsize) >= min(rows, _FULL_ROWS):
         chunk = vocab
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
         chunk = max(256, budget // (block * itemsize)) // 64 * 64
     chunk = min(chunk, vocab)
-    return max(1, min(rows, budget // (chunk * itemsize))), chunk
+    return max(1, min(rows, budget // ((chunk + d) * itemsize))), chunk
 
 
 def _mapped(logit_map, logits):
@@ -119,7 +120,7 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
     if idx.size == 0:
         return nll.reshape(shape), counted
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
-    block, width = _plan(idx.size, vocab, itemsize, chunk, _budget(h, kind, max_bytes))
+    block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes))
     for r0 in range(0, idx.size, block):
         rows = idx[r0:r0 + block]
         t_rows = t64[rows]
@@ -236,10 +237,10 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
         Vocabulary columns per slice (default: as many as keep one block of
         logits within ``max_bytes``).
     max_bytes : int, optional
-        Bytes of logits held at once. Default: 64 MiB on the CPU (BLAS is
-        at full speed well before that); on a GPU a quarter of the free
-        memory, at most 896 MiB (wide enough to keep cuBLAS busy; the peak with
-        the hidden rows stays under 1 GiB).
+        Bytes held at once: a block's logits slice and its copy of the
+        hidden rows. Default: 64 MiB on the CPU (BLAS is at full speed well
+        before that); on a GPU a quarter of the free memory, at most 896 MiB
+        (wide enough to keep cuBLAS busy).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
     logit_map : callable, optional

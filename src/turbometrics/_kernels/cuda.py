@@ -702,7 +702,8 @@ def lcs_pairs(a, b, spans, scratch, out):
 
 
 MAX_GPU_ORDER = 16  # n-gram orders the token-ID kernel counts in registers (BLEU's 4, ROUGE-1..9)
-NGRAM_SHARED_MAX = 6144  # int64 tokens of a segment (hypothesis + its references) staged in shared memory: 48 KB
+NGRAM_SHARED_MAX = 6144  # int64 tokens of a segment (hypothesis + its references) staged in shared memory: 48 KB,
+# the default limit of a launch, with no static shared array in ngram_matches (one there would break it)
 
 
 @cuda.jit(device=True, inline=True)
