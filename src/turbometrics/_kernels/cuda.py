@@ -27,7 +27,7 @@ TPB = 64 if SIM else 256          # threads per block
 WARPS = TPB // 32
 RADIX = 256                        # 8-bit digits in the top-k radix select
 CAP = 8 * TPB                      # top-k candidates ranked in shared memory
-TOPK_BLOCKS = 6  # top-k blocks an SM: 40 registers a thread; the default 62 ran 8-10% slower on an H200 (a2f422e)
+TOPK_BLOCKS = 6  # top-k blocks an SM: 40 registers a thread; the default 62 ran 8-10% slower on an H200 (421fd3d)
 FULL = 0xFFFFFFFF
 
 # a row's target, as the row kernels report it (status arrays, uint8)
