@@ -404,8 +404,9 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
         """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
         ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where
-        the target is not counted (or out of range); status[r] as ``target_of``. The loop is
-        compute-bound on a GPU: one compare and add an element, ties in a rare branch a tile.
+        the target is not counted (or out of range); status[r] as ``target_of``. One compare and add an
+        element, ties in a rare branch a tile (the tie tests of every element had made the loop
+        compute-bound on an H200; now it runs at memory speed). A NaN target takes the branch every tile.
         """
         lane, r, rows, n = row_of(x)
         t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
@@ -421,8 +422,7 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
                 if not nan_t:  # NaN or greater: not <= (a NaN target is beaten by nothing)
                     gt += int64(not (v0 <= st)) + int64(not (v1 <= st)) + int64(not (v2 <= st)) + \
                         int64(not (v3 <= st))
-                if (v0 == st or v1 == st or v2 == st or v3 == st) or (nan_t and not (v0 == v0 and v1 == v1
-                                                                                    and v2 == v2 and v3 == v3)):
+                if nan_t or v0 == st or v1 == st or v2 == st or v3 == st:
                     eb, ea = tie_step(v0, j, st, t, eb, ea)
                     eb, ea = tie_step(v1, j + G, st, t, eb, ea)
                     eb, ea = tie_step(v2, j + 2 * G, st, t, eb, ea)
@@ -470,8 +470,8 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 
-        For k <= TPB, one pass, or two (see the fast path). Otherwise a radix select finds the k-th key (4 passes of 8-bit digits over the row),
-        then, when that key is tied, the cut-off index among its ties (a radix
+        For k <= TPB, one pass, or two (see the fast path). Otherwise a radix select finds the k-th key
+        (4 passes of 8-bit digits over the row), then, when that key is tied, the cut-off index among its ties (a radix
         select over index bits); exactly k candidates are gathered and placed by
         counting the candidates ahead of each.
         """
@@ -783,11 +783,11 @@ def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
     """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
 
     Blocks (s, part) for segment s; thread u of part p takes the hypothesis's positions
-    i = p * blockDim + u, then i + gridDim.y * blockDim, ... (gridDim.y parts keep the SMs full). The n-gram at i equals
-    the one at j exactly when the two sequences agree on n tokens from there, so one common-prefix walk
-    per (i, j) with equal first tokens serves every order. Each distinct n-gram is counted at its first
-    occurrence i: min(count in the hypothesis, count in the reference), summed with integer atomics (exact,
-    in any order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
+    i = p * blockDim + u, then i + gridDim.y * blockDim, ... (gridDim.y parts keep the SMs full).
+    The n-gram at i equals the one at j exactly when the two sequences agree on n tokens from there, so
+    one common-prefix walk per (i, j) with equal first tokens serves every order. Each distinct n-gram is
+    counted at its first occurrence i: min(count in the hypothesis, count in the reference), summed with
+    integer atomics (exact, in any order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
     out[segment, n - 1]; True (ROUGE-N): one sum per reference, into out[reference, n - 1].
 
     ``meta`` holds the host's int64 indices in one array (one upload): sequence k is tok[off[k]:off[k + 1]]
