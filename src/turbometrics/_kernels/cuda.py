@@ -787,8 +787,9 @@ def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
     The n-gram at i equals the one at j exactly when the two sequences agree on n tokens from there, so
     one common-prefix walk per (i, j) with equal first tokens serves every order. Each distinct n-gram is
     counted at its first occurrence i: min(count in the hypothesis, count in the reference), summed with
-    integer atomics (exact, in any order). ``per_ref`` False (BLEU): clipped by the largest count over the segment's references, into
-    out[segment, n - 1]; True (ROUGE-N): one sum per reference, into out[reference, n - 1].
+    integer atomics (exact, in any order). ``per_ref`` False (BLEU): clipped by the largest count over the
+    segment's references, into out[segment, n - 1]; True (ROUGE-N): one sum per reference, into
+    out[reference, n - 1].
 
     ``meta`` holds the host's int64 indices in one array (one upload): sequence k is tok[off[k]:off[k + 1]]
     with off = meta[:o_hyp]; segment s's hypothesis is sequence meta[o_hyp + s], its references the sequences
