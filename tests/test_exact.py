@@ -69,3 +69,33 @@ def test_pickles_with_its_state(n):
     s = pickle.loads(pickle.dumps(ExactSum().add(v)))
     assert s.value() == rounded(v.tolist())
     assert s.add(v).value() == rounded(v.tolist() * 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(floats, max_size=80))
+def test_compiled_fsum_rounds_once(values):
+    """``_dense.fsum`` (the one-shot perplexity's sum): the exact total rounded once, or None (give up)."""
+    from turbometrics._ext import _dense
+
+    got = _dense.fsum(np.array(values, dtype=np.float64))
+    try:
+        expected = rounded(values)
+    except OverflowError:
+        expected = None
+    if got is not None:  # None only where a partial overflows (or more than 64 partials)
+        assert got == expected and (got != 0 or math.copysign(1, got) == 1)
+    else:
+        assert expected is None or max(map(abs, values)) > 1e307
+
+
+def test_compiled_fsum_halfway_and_give_up():
+    from turbometrics._ext import _dense
+
+    for v in ([1.0, 2.0**-53, 2.0**-106], [1.0, 2.0**-53, -2.0**-106], [1.0, -2.0**-54, -2.0**-107],
+              [1e16, 1.0, 1e-16], [0.1] * 10, [], [-0.0], [5e-324] * 7):
+        assert _dense.fsum(np.array(v, dtype=np.float64)) == rounded(v)
+    assert _dense.fsum(np.array([1e308, 1e308, -1e308])) is None  # an overflowing partial
+    assert _dense.fsum(np.array([1.0, np.nan])) is None
+    spread = np.ldexp(1.0, np.arange(-1074, 1000, 20))  # ~100 non-overlapping partials
+    assert _dense.fsum(spread) is None
+    assert _dense.fsum(spread[:60]) == rounded(spread[:60].tolist())

@@ -207,3 +207,44 @@ def test_slow_agrees_on_perplexity(data, reduction):
     np.testing.assert_allclose(got, want, rtol=1e-12)
     nll = tm.token_nll(np.array(logits), np.array(targets), ignore_index=-1)
     np.testing.assert_allclose(nll, slow.token_nll(logits, targets, ignore_index=-1), rtol=1e-12, atol=1e-12)
+
+
+def test_one_call_path_equals_the_general_path(rng, monkeypatch):
+    """perplexity's one compiled call (int64 targets, no mask) gives the bits of the per-token path,
+    and hands everything it does not take to that path (whose errors and NaN rules then apply)."""
+    from turbometrics import language_model as lm
+
+    def general(logits, targets, **kw):  # a mask of all True forces the per-token path
+        return tm.perplexity(logits, targets, mask=np.ones(np.shape(targets), bool), **kw)
+
+    for v, dtype, pad in [(1, np.float32, 0.0), (31, np.float32, 0.2), (1000, np.float32, 0.1),
+                          (2049, np.float64, 0.1), (4097, ml_dtypes.bfloat16, 0.1), (300, np.float16, 0.0)]:
+        logits, targets = lm_batch(rng, b=3, t=17, v=v, dtype=dtype, pad=pad)
+        assert tm.perplexity(logits, targets, ignore_index=-100) == general(logits, targets, ignore_index=-100)
+        assert tm.perplexity(logits[0], targets[0], ignore_index=-100) == general(logits[0], targets[0],
+                                                                                  ignore_index=-100)
+    calls = []
+    monkeypatch.setattr(lm, "_nll", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    logits, targets = lm_batch(rng, v=100)
+    tm.perplexity(logits, targets, ignore_index=-100)                       # taken: no per-token call
+    tm.perplexity(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=-100)
+    assert not calls
+    monkeypatch.undo()
+    # not taken, same answers as before: a NaN row, +inf NLLs, an ignore_index past int64, int32 targets
+    bad = logits.copy()
+    bad[0, 0, 5] = np.nan
+    targets[0, 0] = 3
+    assert math.isnan(tm.perplexity(bad, targets, ignore_index=-100))
+    assert tm.perplexity(np.array([[0.0, -np.inf]]), [1]) == math.inf
+    huge = np.array([[1e308, -1e308], [1e308, -1e308]])
+    assert tm.perplexity(huge, [0, 1]) == general(huge, [0, 1])
+    assert tm.perplexity(logits, targets.clip(0), ignore_index=2**70) == general(logits, targets.clip(0))
+    assert tm.perplexity(logits, targets.astype(np.int32), ignore_index=-100) == general(logits, targets,
+                                                                                         ignore_index=-100)
+    for t, err in [(np.full(targets.shape, 100), ValueError), (np.full(targets.shape, -5), ValueError),
+                   (targets.astype(float), TypeError), (targets[:, :-1], ValueError)]:
+        with pytest.raises(err) as fast_err:
+            tm.perplexity(logits, t, ignore_index=-100)
+        with pytest.raises(err) as general_err:
+            lm._nll(logits, t, -100, None, None, None)
+        assert str(fast_err.value) == str(general_err.value)

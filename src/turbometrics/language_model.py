@@ -92,6 +92,24 @@ def _nll(logits, targets, ignore_index, mask, num_threads, device):
     return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 
+def _nll_total(logits, targets, ignore_index, num_threads) -> tuple[float, int] | None:
+    """The token perplexity's (exact NLL sum, counted tokens) in one compiled call, for int64 targets
+    without a mask (small calls: 2-4 us less than per-token NLLs, their mask and a sum in Python); None
+    where that call does not take the input: the general path then validates, words any error and sums."""
+    a = V.as_array(logits, "logits")
+    if not a.is_float:
+        return None
+    x = V.rows3d(a.data, "logits")
+    t = V.as_int_array(targets, "targets")
+    if t.dtype != np.int64 or t.shape != a.data.shape[:-1]:
+        return None
+    ignore = ignore_index if ignore_index is not None and _INT64_MIN <= ignore_index <= _INT64_MAX else None
+    return _dense.nll_total(x, a.code, t.reshape(-1), ignore, V.check_threads(num_threads))
+
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
 def _sequence_sums(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's (row's) NLL sum and counted-token count; ``nll`` must be 0 where not counted."""
     nll2 = nll.reshape(-1, nll.shape[-1])
@@ -284,6 +302,10 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
     if reduction == "token":  # the one-shot call without a metric object (the same bits: its formula)
         if ignore_index is not None:
             V.check_int(ignore_index, "ignore_index")
+        if mask is None and not _gpu.use_gpu(device, logits, targets):
+            total = _nll_total(logits, targets, ignore_index, num_threads)
+            if total is not None:
+                return _exp(total[0] / total[1]) if total[1] else float("nan")
         nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)
         n = int(np.count_nonzero(counted))
         if not n:

@@ -13,7 +13,8 @@ import os
 
 import numpy as np
 from cpython.buffer cimport PyBUF_STRIDES, PyBuffer_Release, PyObject_GetBuffer
-from libc.math cimport ldexp, isfinite
+from libc.math cimport fabs, isfinite, ldexp
+from libcpp.vector cimport vector
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 cdef extern from "pyglue.hpp" namespace "tmp":
@@ -149,6 +150,99 @@ def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
         if r.B * r.T > 0:
             c_nll_rows(r, code, &targets[0], &o[0], nthreads)
     return out
+
+
+def nll_total(x, int code, const int64_t[::1] targets, ignore, int nthreads):
+    """One-shot perplexity in one call: (exactly rounded sum of the counted rows' NLLs, counted rows) for
+    ``x`` (B, T, V) and int64 targets, one per row; a row whose target equals ``ignore`` (None: no row) is
+    not counted. None when a counted target lies outside [0, V), an NLL is not finite or the partial sums
+    would overflow: the caller's general path then validates, words the error and sums."""
+    if not 0 <= code <= 3:
+        raise ValueError("token NLL needs floating-point logits")
+    active_path()
+    cdef Rows r = _rows(x, code)
+    cdef Py_ssize_t n = r.B * r.T, i, counted = 0
+    if targets.shape[0] != n:
+        raise ValueError("targets must hold one entry per row")
+    cdef bint has_ignore = ignore is not None, ok = True
+    cdef int64_t iv = ignore if has_ignore else 0, v
+    cdef vector[int64_t] t = vector[int64_t](n)
+    cdef vector[double] out = vector[double](n)
+    cdef double total = 0.0
+    with nogil:
+        for i in range(n):
+            v = targets[i]
+            if has_ignore and v == iv:
+                t[i] = -1  # the kernel skips the row and gives 0, which the sum skips
+            elif 0 <= v < r.V:
+                t[i] = v
+                counted += 1
+            else:
+                ok = False
+                break
+        if ok and n > 0:
+            c_nll_rows(r, code, t.data(), out.data(), nthreads)
+            total = _fsum(out.data(), n, &ok)
+    return (total, counted) if ok else None
+
+
+cdef double _fsum(const double* v, Py_ssize_t n, bint* ok) noexcept nogil:
+    """The exactly rounded sum of v[0:n] (round half to even: math.fsum's value), by Shewchuk's
+    non-overlapping partials. ``ok`` turns False (and 0 is returned) for a value that is not finite, an
+    overflowing partial, or more than 64 partials (rare; the caller then sums in the bins)."""
+    cdef double p[64]
+    cdef double x, y, hi, lo = 0.0, yr
+    cdef int m = 0, j, i
+    cdef Py_ssize_t k
+    for k in range(n):
+        x = v[k]
+        i = 0
+        for j in range(m):
+            y = p[j]
+            if fabs(x) < fabs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                p[i] = lo
+                i += 1
+            x = hi
+        if not isfinite(x) or i == 64:
+            ok[0] = False
+            return 0.0
+        m = i
+        if x != 0.0:
+            p[m] = x
+            m += 1
+    # Round the partials' exact total once: add from the largest until a rounding error appears; a
+    # halfway case is then settled by the sign of the next partial down.
+    hi = 0.0
+    if m > 0:
+        m -= 1
+        hi = p[m]
+        while m > 0:
+            x = hi
+            m -= 1
+            y = p[m]
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if m > 0 and ((lo < 0.0 and p[m - 1] < 0.0) or (lo > 0.0 and p[m - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            yr = x - hi
+            if y == yr:
+                hi = x
+    return hi
+
+
+def fsum(const double[::1] v):
+    """``_fsum`` of a float64 array (for the tests): the sum, or None where ``_fsum`` gives up."""
+    cdef bint ok = True
+    cdef double s = _fsum(&v[0] if v.shape[0] else NULL, v.shape[0], &ok)
+    return s if ok else None
 
 
 def fold_rows(x, int code, double[::1] M, double[::1] S, uint8_t[::1] bad, int nthreads):

@@ -159,6 +159,38 @@ template <class K> struct Ones {
 #undef TM_ZERO8
 };
 
+// A pack's lanes as 8-lane vectors (8 floats or doubles: the same on every path; GCC splits them into this
+// path's registers). Kept in registers: a loop over lanes indexed l % 8 went through the stack, and these
+// reductions were ~250 cycles a row (a quarter of a 1,000-wide row's time, Intel Xeon).
+template <class K> struct Lanes8 { typedef K T __attribute__((vector_size(8 * sizeof(K)))); };
+typedef double D8 __attribute__((vector_size(64)));
+template <class K> static TM_INLINE typename Lanes8<K>::T lanes8(const Pack<K>& a, int j) {
+  typename Lanes8<K>::T r;
+  std::memcpy(&r, reinterpret_cast<const K*>(a.v) + 8 * j, sizeof r);
+  return r;
+}
+
+// Lane l into partial sum l % 8 in order of l, in double, then a fixed tree: the same bits on every path.
+template <class K> static TM_INLINE double lane_sum(const Pack<K>& acc) {
+  D8 s = __builtin_convertvector(lanes8(acc, 0), D8);
+  for (int j = 1; j < Pack<K>::LANES / 8; ++j) s = s + __builtin_convertvector(lanes8(acc, j), D8);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// The largest lane of hi and the smallest of lo (no NaN in either: the order does not matter).
+template <class K> static TM_INLINE void lane_max_min(const Pack<K>& hi, const Pack<K>& lo, K& mx, K& mn) {
+  typename Lanes8<K>::T a = lanes8(hi, 0), b = lanes8(lo, 0);
+  for (int j = 1; j < Pack<K>::LANES / 8; ++j) {
+    typename Lanes8<K>::T c = lanes8(hi, j), d = lanes8(lo, j);
+    a = c > a ? c : a;
+    b = d < b ? d : b;
+  }
+  K a01 = std::max(a[0], a[1]), a23 = std::max(a[2], a[3]), a45 = std::max(a[4], a[5]), a67 = std::max(a[6], a[7]);
+  K b01 = std::min(b[0], b[1]), b23 = std::min(b[2], b[3]), b45 = std::min(b[4], b[5]), b67 = std::min(b[6], b[7]);
+  mx = std::max(std::max(a01, a23), std::max(a45, a67));
+  mn = std::min(std::min(b01, b23), std::min(b45, b67));
+}
+
 // The next block is prefetched during the max pass and the exp pass about in proportion to their work, so
 // that memory streams through both: float rows a quarter in the max pass (all of it during the exp pass left
 // memory idle in the max pass: f32 rows 1.7x the read on an Intel Xeon's avx512 path, where the exp pass is
@@ -170,65 +202,58 @@ template <class K, int NUM, int DEN, class S> static TM_INLINE void prefetch_par
   for (int c = 0; c < BYTES; c += 64) __builtin_prefetch(reinterpret_cast<const char*>(next + i * NUM / DEN) + c);
 }
 
-// The sum over the first `valid` of n elements (n a multiple of the pack; the rest padding that
-// needs no clamping, weighted 0 in the last pack).
+// A block of `valid` elements padded to n (a multiple of the pack): its whole packs at p, and the last
+// pack, when partial, at tail (its padding repeats the block's first value, so that it moves neither
+// max nor min). A row is read in place: only a partial last pack is copied.
+template <class K> struct Block {
+  const K* p;
+  const K* tail;
+  int n, valid;
+  const K* pack(int i) const { return i + Pack<K>::LANES <= valid ? p + i : tail; }
+};
+
+// The sum over the block's elements (the padding needs no clamping and is weighted 0).
 template <class K, bool CLAMP, class S>
-static TM_INLINE double block_sum_exp(const K* p, int n, int valid, K m, const S* next) {
+static TM_INLINE double block_sum_exp(const Block<K>& b, K m, const S* next) {
   constexpr int W = Pack<K>::LANES;
+  const int n = b.n, valid = b.valid;
   Pack<K> acc = splat<K>(K(0));
   for (int i = 0; i < n; i += W) {
     prefetch_part<K, 4 - MAX_PASS_QUARTERS<K>, 4>(next + n * MAX_PASS_QUARTERS<K> / 4, i);
-    Pack<K> d = load(p + i) - m;
+    Pack<K> d = load(b.pack(i)) - m;
     if (CLAMP) d = floor_at(d, Exp<K>::LOW);
     Pack<K> e = Exp<K>::of(d);
     static_assert(W <= 64, "Ones covers 64 lanes");
     if (i + W > valid) e = e * load(Ones<K>::at + 64 - (valid - i));  // padding adds exactly 0
     acc = acc + e;
   }
-  // Lane l into partial sum l % 8, then a fixed tree (the same bits on every path): one chain of 32
-  // dependent adds was a third of a short row's time.
-  double part[8];
-  for (int l = 0; l < 8; ++l) part[l] = (double)acc.lane(l);
-  for (int l = 8; l < W; ++l) part[l % 8] += (double)acc.lane(l);
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  return lane_sum(acc);
 }
 
 // Fold one block into the row's running (max M, sum S of e^(x - M)); false if
 // the block holds +inf or NaN.
 template <class K, class Src>
-static TM_INLINE bool block_lse(const K* p, int n, int valid, const Src* next, double& M, double& S) {
+static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, double& S) {
   constexpr int W = Pack<K>::LANES;
   const K inf = std::numeric_limits<K>::infinity();
   Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
-  for (int i = 0; i < n; i += W) {
+  for (int i = 0; i < b.n; i += W) {
     prefetch_part<K, MAX_PASS_QUARTERS<K>, 4>(next, i);
-    Pack<K> v = load(p + i);
+    Pack<K> v = load(b.pack(i));
     hi = vmax(v, hi);  // NaN lanes are dropped here and caught by the sum
     lo = vmin(v, lo);
   }
-  // Across lanes in 8 independent chains, then a tree (one chain of 31 compares was ~10% of a short
-  // row); max and min do not depend on the order (the lanes hold no NaN).
-  K a[8], b[8];
-  for (int l = 0; l < 8; ++l) { a[l] = hi.lane(l); b[l] = lo.lane(l); }
-  for (int l = 8; l < W; ++l) {
-    a[l % 8] = hi.lane(l) > a[l % 8] ? hi.lane(l) : a[l % 8];
-    b[l % 8] = lo.lane(l) < b[l % 8] ? lo.lane(l) : b[l % 8];
-  }
-  for (int w = 4; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) {
-      a[l] = a[l + w] > a[l] ? a[l + w] : a[l];
-      b[l] = b[l + w] < b[l] ? b[l + w] : b[l];
-    }
-  const K m = a[0], mn = b[0];
+  K m, mn;
+  lane_max_min(hi, lo, m, mn);
   if (m == inf) return false;
   if (m == -inf) {  // only -inf and NaN: adds exactly 0 unless a NaN hides here
-    for (int i = 0; i < n; ++i)
-      if (p[i] != p[i]) return false;
+    for (int i = 0; i < b.n; i += W)  // (the padding copies an element of the block)
+      for (int l = 0; l < W; ++l)
+        if (b.pack(i)[l] != b.pack(i)[l]) return false;
     return true;
   }
   // Clamping costs two operations per register: skip it when no element needs it.
-  double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(p, n, valid, m, next)
-                                   : block_sum_exp<K, true>(p, n, valid, m, next);
+  double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(b, m, next) : block_sum_exp<K, true>(b, m, next);
   if (s != s) return false;
   double dm = (double)m;
   if (M == -std::numeric_limits<double>::infinity()) { S = s; M = dm; }  // a row's first block: S * 0 + s
@@ -272,22 +297,21 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
       return true;
     }
   }
-  alignas(64) K buf[BLOCK];
+  alignas(64) K buf[std::is_same_v<S, K> ? W : BLOCK];  // the partial last pack, or the converted block
   for (int64_t j = 0; j < V; j += BLOCK) {
-    int n = (int)std::min<int64_t>(BLOCK, V - j);
-    int padded = (n + W - 1) / W * W;
-    const K* p = buf;
+    const int n = (int)std::min<int64_t>(BLOCK, V - j), whole = n / W * W;
+    Block<K> b{buf, buf + whole, (n + W - 1) / W * W, n};
+    K* tail = buf + whole;
     if constexpr (std::is_same_v<S, K>) {
-      if (n == padded) p = x + j;
-      else std::memcpy(buf, x + j, n * sizeof(K));
+      b.p = x + j;
+      b.tail = tail = buf;
+      std::memcpy(tail, x + j + whole, (n - whole) * sizeof(K));
     } else {
       for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
     }
-    // Padding repeats the block's first value: it moves neither max nor min (so no clamping where the
-    // row needs none), and block_sum_exp weights it 0.
-    for (int i = n; i < padded; ++i) buf[i] = buf[0];
+    for (int i = n - whole; i < b.n - whole; ++i) tail[i] = b.p[0];
     // The prefetch runs past the row's end into the next row (prefetches never fault).
-    if (!block_lse<K>(p, padded, n, x + j + n, M, sum)) return false;
+    if (!block_lse<K>(b, x + j + n, M, sum)) return false;
   }
   return true;
 }
