@@ -36,7 +36,6 @@ template <class K> struct Pack {
   static constexpr int LANES = STEP / (int)sizeof(K);  // logical lanes
   static constexpr int PER = VB / (int)sizeof(K);      // lanes per register
   V v[U];
-  K lane(int l) const { return v[l / PER][l % PER]; }
 };
 
 #define TM_PACK_OP(OP)                                                                  \
@@ -260,24 +259,6 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
   else if (dm > M) { S = S * std::exp(M - dm) + s; M = dm; }
   else S += s * std::exp(dm - M);
   return true;
-}
-
-// Sum of e^x over a row of 16-bit values from the table, in 8 double lanes
-// (element i in lane i % 8) added in a fixed order: the same bits on every path.
-static TM_INLINE double table_sum(const uint16_t* x, int64_t V, const double* table) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 32 <= V; i += 32) {
-    // The row 4 KB ahead: the table's L2 lookups keep the line-fill buffers busy, and without this the
-    // row's own stream starved (bf16 3.5x slower on an Intel Xeon; same order of adds, same bits).
-    __builtin_prefetch(x + i + 2048);
-    for (int q = 0; q < 32; q += 8)
-      for (int l = 0; l < 8; ++l) acc[l] += table[x[i + q + l]];
-  }
-  for (; i + 8 <= V; i += 8)
-    for (int l = 0; l < 8; ++l) acc[l] += table[x[i + l]];
-  for (int l = 0; i < V; ++i, ++l) acc[l] += table[x[i]];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 // Fold a row of V values into a running (max M, sum S of e^(x - M)); false if it holds +inf or NaN.
