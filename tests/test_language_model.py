@@ -209,12 +209,13 @@ def test_slow_agrees_on_perplexity(data, reduction):
     np.testing.assert_allclose(nll, slow.token_nll(logits, targets, ignore_index=-1), rtol=1e-12, atol=1e-12)
 
 
-def test_one_call_path_equals_the_general_path(rng, monkeypatch):
-    """perplexity's one compiled call (int64 targets, no mask) gives the bits of the per-token path,
-    and hands everything it does not take to that path (whose errors and NaN rules then apply)."""
+def test_short_way_equals_the_general_path(rng, monkeypatch):
+    """Small calls' short way (int64 targets, no mask: the kernel's call checks the targets) gives the
+    bits of the general path, and hands everything it does not take to that path (whose errors and NaN
+    rules then apply)."""
     from turbometrics import language_model as lm
 
-    def general(logits, targets, **kw):  # a mask of all True forces the per-token path
+    def general(logits, targets, **kw):  # a mask of all True forces the general path
         return tm.perplexity(logits, targets, mask=np.ones(np.shape(targets), bool), **kw)
 
     for v, dtype, pad in [(1, np.float32, 0.0), (31, np.float32, 0.2), (1000, np.float32, 0.1),
@@ -223,11 +224,18 @@ def test_one_call_path_equals_the_general_path(rng, monkeypatch):
         assert tm.perplexity(logits, targets, ignore_index=-100) == general(logits, targets, ignore_index=-100)
         assert tm.perplexity(logits[0], targets[0], ignore_index=-100) == general(logits[0], targets[0],
                                                                                   ignore_index=-100)
+        every = np.ones(targets.shape, bool)
+        np.testing.assert_array_equal(tm.token_nll(logits, targets, ignore_index=-100),
+                                      tm.token_nll(logits, targets, ignore_index=-100, mask=every))
     calls = []
-    monkeypatch.setattr(lm, "_nll", lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError))
+    fail = lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError)  # noqa: E731
+    monkeypatch.setattr(lm, "_nll", fail)
+    monkeypatch.setattr(lm, "_host_nll", fail)
     logits, targets = lm_batch(rng, v=100)
-    tm.perplexity(logits, targets, ignore_index=-100)                       # taken: no per-token call
+    tm.perplexity(logits, targets, ignore_index=-100)                       # taken: no general path
     tm.perplexity(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=-100)
+    out = tm.token_nll(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=np.int64(-100))
+    assert isinstance(out, torch.Tensor) and out.shape == targets.shape and (out[targets == -100] == 0).all()
     assert not calls
     monkeypatch.undo()
     # not taken, same answers as before: a NaN row, +inf NLLs, an ignore_index past int64, int32 targets
@@ -243,8 +251,9 @@ def test_one_call_path_equals_the_general_path(rng, monkeypatch):
                                                                                          ignore_index=-100)
     for t, err in [(np.full(targets.shape, 100), ValueError), (np.full(targets.shape, -5), ValueError),
                    (targets.astype(float), TypeError), (targets[:, :-1], ValueError)]:
-        with pytest.raises(err) as fast_err:
-            tm.perplexity(logits, t, ignore_index=-100)
         with pytest.raises(err) as general_err:
             lm._nll(logits, t, -100, None, None, None)
-        assert str(fast_err.value) == str(general_err.value)
+        for f in (tm.perplexity, tm.token_nll):
+            with pytest.raises(err) as short_err:
+                f(logits, t, ignore_index=-100)
+            assert str(short_err.value) == str(general_err.value)

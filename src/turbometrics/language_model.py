@@ -70,7 +70,10 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
     if _gpu.use_gpu(device, logits, targets):
         out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
         return _gpu.give_back(out, rows, counted.shape)
-    nll, _, a = _host_nll(logits, targets, ignore_index, mask, num_threads)
+    if ignore_index is not None:
+        ignore_index = V.check_int(ignore_index, "ignore_index")
+    lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads, total=False)
+    nll, a = lean if lean is not None else _host_nll(logits, targets, ignore_index, mask, num_threads)[::2]
     return V.wrap(nll, a)
 
 
@@ -80,22 +83,15 @@ def _host_nll(logits, targets, ignore_index, mask, num_threads):
     V.require_float(a, "logits")
     x = V.rows3d(a.data, "logits")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
-    nll = _dense.nll_rows(x, a.code, t64, V.check_threads(num_threads))
+    nll = _dense.nll_rows(x, a.code, t64, -1, V.check_threads(num_threads))  # -1: not counted
     return nll.reshape(counted.shape), counted, a
 
 
-def _nll(logits, targets, ignore_index, mask, num_threads, device):
-    """Per-token NLL on the host (float64) and the counted mask, from the GPU or the CPU kernel."""
-    if _gpu.use_gpu(device, logits, targets):
-        out, counted, _ = _gpu.nll(logits, targets, ignore_index, mask, host=True)
-        return out.reshape(counted.shape), counted
-    return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
-
-
-def _nll_total(logits, targets, ignore_index, num_threads) -> tuple[float, int] | None:
-    """The token perplexity's (exact NLL sum, counted tokens) in one compiled call, for int64 targets
-    without a mask (small calls: 2-4 us less than per-token NLLs, their mask and a sum in Python); None
-    where that call does not take the input: the general path then validates, words any error and sums."""
+def _lean_nll(logits, targets, ignore_index, num_threads, total: bool):
+    """Small calls' short way, for int64 targets without a mask: the kernel's call checks the targets
+    itself and gives the per-token NLLs (and the validated logits), or with ``total`` the exact NLL sum
+    and the counted tokens, 2-6 us sooner at (64, 1000) than the counted mask and a sum in Python.
+    None where it does not take the input: the general path then validates, words any error and sums."""
     a = V.as_array(logits, "logits")
     if not a.is_float:
         return None
@@ -104,10 +100,19 @@ def _nll_total(logits, targets, ignore_index, num_threads) -> tuple[float, int] 
     if t.dtype != np.int64 or t.shape != a.data.shape[:-1]:
         return None
     ignore = ignore_index if ignore_index is not None and _INT64_MIN <= ignore_index <= _INT64_MAX else None
-    return _dense.nll_total(x, a.code, t.reshape(-1), ignore, V.check_threads(num_threads))
+    out = _dense.nll_rows(x, a.code, t.reshape(-1), ignore, V.check_threads(num_threads), total)
+    return out if out is None or total else (out.reshape(t.shape), a)
 
 
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _nll(logits, targets, ignore_index, mask, num_threads, device):
+    """Per-token NLL on the host (float64) and the counted mask, from the GPU or the CPU kernel."""
+    if _gpu.use_gpu(device, logits, targets):
+        out, counted, _ = _gpu.nll(logits, targets, ignore_index, mask, host=True)
+        return out.reshape(counted.shape), counted
+    return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 
 def _sequence_sums(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -301,9 +306,9 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
     """
     if reduction == "token":  # the one-shot call without a metric object (the same bits: its formula)
         if ignore_index is not None:
-            V.check_int(ignore_index, "ignore_index")
+            ignore_index = V.check_int(ignore_index, "ignore_index")
         if mask is None and not _gpu.use_gpu(device, logits, targets):
-            total = _nll_total(logits, targets, ignore_index, num_threads)
+            total = _lean_nll(logits, targets, ignore_index, num_threads, total=True)
             if total is not None:
                 return _exp(total[0] / total[1]) if total[1] else float("nan")
         nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)

@@ -132,31 +132,12 @@ cdef Rows _rows(object x, int code) except *:
     return r
 
 
-def nll_rows(x, int code, const int64_t[::1] targets, int nthreads):
-    """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,); rows whose target is < 0 give 0."""
-    if not 0 <= code <= 3:
-        raise ValueError("token NLL needs floating-point logits")
-    active_path()
-    cdef Rows r = _rows(x, code)
-    if targets.shape[0] != r.B * r.T:
-        raise ValueError("targets must hold one entry per row")
-    cdef Py_ssize_t i
-    for i in range(targets.shape[0]):  # O(rows): cheap insurance against an out-of-row read
-        if targets[i] >= r.V:
-            raise ValueError("target index beyond the row")
-    out = np.empty(r.B * r.T, dtype=np.float64)
-    cdef double[::1] o = out
-    with nogil:
-        if r.B * r.T > 0:
-            c_nll_rows(r, code, &targets[0], &o[0], nthreads)
-    return out
-
-
-def nll_total(x, int code, const int64_t[::1] targets, ignore, int nthreads):
-    """One-shot perplexity in one call: (exactly rounded sum of the counted rows' NLLs, counted rows) for
-    ``x`` (B, T, V) and int64 targets, one per row; a row whose target equals ``ignore`` (None: no row) is
-    not counted. None when a counted target lies outside [0, V), an NLL is not finite or the partial sums
-    would overflow: the caller's general path then validates, words the error and sums."""
+def nll_rows(x, int code, const int64_t[::1] targets, ignore, int nthreads, bint total=False):
+    """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,), one int64 target a row; a row whose target
+    equals ``ignore`` (None: no row) is not counted and gives 0. With ``total``: (the exactly rounded sum
+    of the NLLs, counted rows) instead, or None where that sum needs the bins (an NLL not finite, an
+    overflowing partial). None when a counted target lies outside [0, V): nothing is computed, and the
+    caller's validation words the error (this check only keeps the kernel inside its rows)."""
     if not 0 <= code <= 3:
         raise ValueError("token NLL needs floating-point logits")
     active_path()
@@ -167,13 +148,14 @@ def nll_total(x, int code, const int64_t[::1] targets, ignore, int nthreads):
     cdef bint has_ignore = ignore is not None, ok = True
     cdef int64_t iv = ignore if has_ignore else 0, v
     cdef vector[int64_t] t = vector[int64_t](n)
-    cdef vector[double] out = vector[double](n)
-    cdef double total = 0.0
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    cdef double s = 0.0
     with nogil:
         for i in range(n):
             v = targets[i]
             if has_ignore and v == iv:
-                t[i] = -1  # the kernel skips the row and gives 0, which the sum skips
+                t[i] = -1  # the kernel skips the row (0), and so does the sum
             elif 0 <= v < r.V:
                 t[i] = v
                 counted += 1
@@ -181,9 +163,12 @@ def nll_total(x, int code, const int64_t[::1] targets, ignore, int nthreads):
                 ok = False
                 break
         if ok and n > 0:
-            c_nll_rows(r, code, t.data(), out.data(), nthreads)
-            total = _fsum(out.data(), n, &ok)
-    return (total, counted) if ok else None
+            c_nll_rows(r, code, t.data(), &o[0], nthreads)
+            if total:
+                s = _fsum(&o[0], n, &ok)
+    if not ok:
+        return None
+    return (s, counted) if total else out
 
 
 cdef double _fsum(const double* v, Py_ssize_t n, bint* ok) noexcept nogil:
