@@ -224,6 +224,10 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
         assert tm.perplexity(logits, targets, ignore_index=-100) == general(logits, targets, ignore_index=-100)
         assert tm.perplexity(logits[0], targets[0], ignore_index=-100) == general(logits[0], targets[0],
                                                                                   ignore_index=-100)
+        strided = (logits[:, ::2], targets[:, ::2])  # views: a strided 1-D row of targets too
+        assert tm.perplexity(*strided, ignore_index=-100) == general(*strided, ignore_index=-100)
+        row = (logits[0, ::3], targets[0, ::3])
+        assert tm.perplexity(*row, ignore_index=-100) == general(*row, ignore_index=-100)
         every = np.ones(targets.shape, bool)
         np.testing.assert_array_equal(tm.token_nll(logits, targets, ignore_index=-100),
                                       tm.token_nll(logits, targets, ignore_index=-100, mask=every))

@@ -73,7 +73,10 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
     if ignore_index is not None:
         ignore_index = V.check_int(ignore_index, "ignore_index")
     lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads, total=False)
-    nll, a = lean if lean is not None else _host_nll(logits, targets, ignore_index, mask, num_threads)[::2]
+    if lean is None:
+        nll, _, a = _host_nll(logits, targets, ignore_index, mask, num_threads)
+    else:
+        nll, a = lean
     return V.wrap(nll, a)
 
 
@@ -100,7 +103,8 @@ def _lean_nll(logits, targets, ignore_index, num_threads, total: bool):
     if t.dtype != np.int64 or t.shape != a.data.shape[:-1]:
         return None
     ignore = ignore_index if ignore_index is not None and _INT64_MIN <= ignore_index <= _INT64_MAX else None
-    out = _dense.nll_rows(x, a.code, t.reshape(-1), ignore, V.check_threads(num_threads), total)
+    out = _dense.nll_rows(x, a.code, np.ascontiguousarray(t).reshape(-1), ignore, V.check_threads(num_threads),
+                          total)
     return out if out is None or total else (out.reshape(t.shape), a)
 
 
