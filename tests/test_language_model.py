@@ -258,6 +258,12 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
         with pytest.raises(err) as general_err:
             lm._nll(logits, t, -100, None, None, None)
         for f in (tm.perplexity, tm.token_nll):
-            with pytest.raises(err) as short_err:
-                f(logits, t, ignore_index=-100)
-            assert str(short_err.value) == str(general_err.value)
+            for threads in (None, 0):  # the targets' error first, as in the general path
+                with pytest.raises(err) as short_err:
+                    f(logits, t, ignore_index=-100, num_threads=threads)
+                assert str(short_err.value) == str(general_err.value)
+    for f in (tm.perplexity, tm.token_nll):  # good targets: the other arguments' errors, worded as before
+        with pytest.raises(ValueError, match="num_threads"):
+            f(logits, targets, ignore_index=-100, num_threads=0)
+        with pytest.raises(TypeError, match="ignore_index"):
+            f(logits, targets, ignore_index=-100.0)

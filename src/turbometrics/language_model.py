@@ -70,8 +70,6 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
     if _gpu.use_gpu(device, logits, targets):
         out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
         return _gpu.give_back(out, rows, counted.shape)
-    if ignore_index is not None:
-        ignore_index = V.check_int(ignore_index, "ignore_index")
     lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads, total=False)
     if lean is None:
         nll, _, a = _host_nll(logits, targets, ignore_index, mask, num_threads)
@@ -87,6 +85,7 @@ def _host_nll(logits, targets, ignore_index, mask, num_threads):
     x = V.rows3d(a.data, "logits")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
     nll = _dense.nll_rows(x, a.code, t64, -1, V.check_threads(num_threads))  # -1: not counted
+    assert nll is not None, "as_targets let a target outside [0, V) through"
     return nll.reshape(counted.shape), counted, a
 
 
@@ -102,9 +101,14 @@ def _lean_nll(logits, targets, ignore_index, num_threads, total: bool):
     t = V.as_int_array(targets, "targets")
     if t.dtype != np.int64 or t.shape != a.data.shape[:-1]:
         return None
-    ignore = ignore_index if ignore_index is not None and _INT64_MIN <= ignore_index <= _INT64_MAX else None
-    out = _dense.nll_rows(x, a.code, np.ascontiguousarray(t).reshape(-1), ignore, V.check_threads(num_threads),
-                          total)
+    try:  # checked in the general path's order: after the targets (whose range the binding checks)
+        ignore = None if ignore_index is None else V.check_int(ignore_index, "ignore_index")
+        nthreads = V.check_threads(num_threads)
+    except (TypeError, ValueError):
+        return None
+    if ignore is not None and not _INT64_MIN <= ignore <= _INT64_MAX:
+        ignore = None  # no int64 target equals it
+    out = _dense.nll_rows(x, a.code, np.ascontiguousarray(t).reshape(-1), ignore, nthreads, total)
     return out if out is None or total else (out.reshape(t.shape), a)
 
 

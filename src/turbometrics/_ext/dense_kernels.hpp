@@ -176,7 +176,8 @@ template <class K> static TM_INLINE double lane_sum(const Pack<K>& acc) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-// The largest lane of hi and the smallest of lo (no NaN in either: the order does not matter).
+// The largest lane of hi and the smallest of lo. Neither holds NaN, so the order decides only which zero a
+// +0/-0 tie gives, the same on every path (and e^(x - m) and the NLL come out the same with either).
 template <class K> static TM_INLINE void lane_max_min(const Pack<K>& hi, const Pack<K>& lo, K& mx, K& mn) {
   typename Lanes8<K>::T a = lanes8(hi, 0), b = lanes8(lo, 0);
   for (int j = 1; j < Pack<K>::LANES / 8; ++j) {
@@ -280,16 +281,12 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
   }
   alignas(64) K buf[std::is_same_v<S, K> ? W : BLOCK];  // the partial last pack, or the converted block
   for (int64_t j = 0; j < V; j += BLOCK) {
+    constexpr bool SAME = std::is_same_v<S, K>;
     const int n = (int)std::min<int64_t>(BLOCK, V - j), whole = n / W * W;
-    Block<K> b{buf, buf + whole, (n + W - 1) / W * W, n};
-    K* tail = buf + whole;
-    if constexpr (std::is_same_v<S, K>) {
-      b.p = x + j;
-      b.tail = tail = buf;
-      std::memcpy(tail, x + j + whole, (n - whole) * sizeof(K));
-    } else {
-      for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
-    }
+    K* tail = SAME ? buf : buf + whole;
+    const Block<K> b{SAME ? reinterpret_cast<const K*>(x + j) : buf, tail, (n + W - 1) / W * W, n};
+    if constexpr (SAME) std::memcpy(tail, x + j + whole, (n - whole) * sizeof(K));
+    else for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
     for (int i = n - whole; i < b.n - whole; ++i) tail[i] = b.p[0];
     // The prefetch runs past the row's end into the next row (prefetches never fault).
     if (!block_lse<K>(b, x + j + n, M, sum)) return false;
