@@ -231,12 +231,16 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
         every = np.ones(targets.shape, bool)
         np.testing.assert_array_equal(tm.token_nll(logits, targets, ignore_index=-100),
                                       tm.token_nll(logits, targets, ignore_index=-100, mask=every))
+    many, many_t = lm_batch(rng, b=8, t=64, v=50)  # 512 rows: the sum in the bins, not the binding's partials
+    assert tm.perplexity(many, many_t, ignore_index=-100) == general(many, many_t, ignore_index=-100)
+    assert tm.perplexity(many, many_t.clip(0)) == general(many, many_t.clip(0))
     calls = []
     fail = lambda *a: calls.append(a) or (_ for _ in ()).throw(AssertionError)  # noqa: E731
     monkeypatch.setattr(lm, "_nll", fail)
     monkeypatch.setattr(lm, "_host_nll", fail)
     logits, targets = lm_batch(rng, v=100)
     tm.perplexity(logits, targets, ignore_index=-100)                       # taken: no general path
+    tm.perplexity(many, many_t, ignore_index=-100)
     tm.perplexity(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=-100)
     out = tm.token_nll(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=np.int64(-100))
     assert isinstance(out, torch.Tensor) and out.shape == targets.shape and (out[targets == -100] == 0).all()
