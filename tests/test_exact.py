@@ -74,7 +74,7 @@ def test_pickles_with_its_state(n):
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(floats, max_size=80))
 def test_compiled_fsum_rounds_once(values):
-    """``_dense.fsum`` (the one-shot perplexity's sum): the exact total rounded once, or None (give up)."""
+    """``_dense.fsum`` (ExactSum's small sums): the exact total rounded once, or None (give up)."""
     from turbometrics._ext import _dense
 
     got = _dense.fsum(np.array(values, dtype=np.float64))

@@ -231,7 +231,7 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
         every = np.ones(targets.shape, bool)
         np.testing.assert_array_equal(tm.token_nll(logits, targets, ignore_index=-100),
                                       tm.token_nll(logits, targets, ignore_index=-100, mask=every))
-    many, many_t = lm_batch(rng, b=8, t=64, v=50)  # 512 rows: the sum in the bins, not the binding's partials
+    many, many_t = lm_batch(rng, b=8, t=64, v=50)  # 512 rows: summed in the bins, past fsum's 256
     assert tm.perplexity(many, many_t, ignore_index=-100) == general(many, many_t, ignore_index=-100)
     assert tm.perplexity(many, many_t.clip(0)) == general(many, many_t.clip(0))
     calls = []

@@ -7,10 +7,11 @@ and ``value()`` rounds the exact total once. NaN and infinities are counted
 aside and give NaN / ±inf as IEEE addition would.
 
 Small sums (a one-shot metric call on a few tokens) skip the bins: finite
-values are kept as they come, up to ``_PENDING`` of them, and ``math.fsum``
-rounds their exact total, also correctly (round half to even), so the bits are
-the same either way; more values, a merge with binned state, or an
-intermediate overflow in fsum move them into the bins.
+values are kept as they come, up to ``_PENDING`` of them, and a compiled fsum
+(``_dense.fsum``: Shewchuk's partials, math.fsum's value) rounds their exact
+total, also correctly (round half to even), so the bits are the same either
+way; more values, a merge with binned state, an intermediate overflow or an
+extreme spread of exponents move them into the bins.
 """
 from __future__ import annotations
 
@@ -77,10 +78,10 @@ class ExactSum:
 
     def value(self) -> float:
         if self.hi is None:  # only finite pending values
-            try:
-                return math.fsum(np.concatenate(self.pending).tolist()) if self.pending else 0.0
-            except OverflowError:  # an intermediate overflow: the bins round the true total
-                self._bins()
+            s = _dense.fsum(np.concatenate(self.pending)) if self.pending else 0.0
+            if s is not None:
+                return s
+            self._bins()  # an intermediate overflow: the bins round the true total
         if self.nan or (self.pos_inf and self.neg_inf):
             return float("nan")
         if self.pos_inf:
@@ -125,12 +126,9 @@ def _ratio(total: int, base: int) -> float:
 
 def exact_sum(values: np.ndarray) -> float:
     """The exactly rounded sum of ``values`` (NaN for NaN or +inf with -inf, as IEEE addition)."""
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if v.size <= _PENDING:  # small: fsum alone (no state to keep), as ExactSum.value rounds pending values
-        try:
-            return math.fsum(memoryview(v))  # its items come as Python floats, without a list
-        except ValueError:  # fsum refuses +inf + -inf
-            return float("nan")
-        except OverflowError:  # an intermediate overflow: the bins round the true total
-            pass
+    v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    if v.size <= _PENDING:  # small: the compiled fsum alone (no state to keep), as ExactSum.value rounds
+        s = _dense.fsum(v)   # pending values; None for NaN/inf or an intermediate overflow: the bins decide
+        if s is not None:
+            return s
     return ExactSum().add(v).value()

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _gpu
 from . import _validate as V
-from ._exact import _PENDING, ExactSum, exact_sum
+from ._exact import ExactSum, exact_sum
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, one_score, ratios
 
@@ -70,11 +70,8 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
     if _gpu.use_gpu(device, logits, targets):
         out, counted, rows = _gpu.nll(logits, targets, ignore_index, mask)
         return _gpu.give_back(out, rows, counted.shape)
-    lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads, total=False)
-    if lean is None:
-        nll, _, a = _host_nll(logits, targets, ignore_index, mask, num_threads)
-    else:
-        nll, a = lean
+    lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads)
+    nll, _, a = lean if lean is not None else _host_nll(logits, targets, ignore_index, mask, num_threads)
     return V.wrap(nll, a)
 
 
@@ -84,16 +81,16 @@ def _host_nll(logits, targets, ignore_index, mask, num_threads):
     V.require_float(a, "logits")
     x = V.rows3d(a.data, "logits")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
-    nll = _dense.nll_rows(x, a.code, t64, -1, V.check_threads(num_threads))  # -1: not counted
-    assert nll is not None, "as_targets let a target outside [0, V) through"
-    return nll.reshape(counted.shape), counted, a
+    got = _dense.nll_rows(x, a.code, t64, -1, V.check_threads(num_threads))  # -1: not counted
+    assert got is not None, "as_targets let a target outside [0, V) through"
+    return got[0].reshape(counted.shape), counted, a
 
 
-def _lean_nll(logits, targets, ignore_index, num_threads, total: bool):
-    """Small calls' short way, for int64 targets without a mask: the kernel's call checks the targets
-    itself and gives the per-token NLLs (and the validated logits), or with ``total`` the exact NLL sum
-    and the counted tokens, 2-6 us sooner at (64, 1000) than the counted mask and a sum in Python.
-    None where it does not take the input: the general path then validates, words any error and sums."""
+def _lean_nll(logits, targets, ignore_index, num_threads):
+    """Small calls' short way, for int64 targets without a mask: the kernel's binding checks the targets
+    itself and gives the per-token NLLs with the number counted (the validated logits third), 2-6 us
+    sooner at (64, 1000) than a counted mask made in Python. None where it does not take the input: the
+    general path then validates and words any error."""
     a = V.as_array(logits, "logits")
     if not a.is_float:
         return None
@@ -108,15 +105,8 @@ def _lean_nll(logits, targets, ignore_index, num_threads, total: bool):
         return None
     if ignore is not None and not _INT64_MIN <= ignore <= _INT64_MAX:
         ignore = None  # no int64 target equals it
-    flat = np.ascontiguousarray(t).reshape(-1)
-    # The binding's exact sum (Shewchuk's partials, ~8 ns a value) for few rows; past that the bins (~2 ns)
-    short_sum = total and flat.size <= _PENDING
-    out = _dense.nll_rows(x, a.code, flat, ignore, nthreads, short_sum)
-    if out is None or short_sum:
-        return out
-    if not total:
-        return out.reshape(t.shape), a
-    return exact_sum(out), flat.size - (0 if ignore is None else int(np.count_nonzero(flat == ignore)))
+    got = _dense.nll_rows(x, a.code, np.ascontiguousarray(t).reshape(-1), ignore, nthreads)
+    return None if got is None else (got[0].reshape(t.shape), got[1], a)
 
 
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -322,12 +312,13 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
     if reduction == "token":  # the one-shot call without a metric object (the same bits: its formula)
         if ignore_index is not None:
             ignore_index = V.check_int(ignore_index, "ignore_index")
-        if mask is None and not _gpu.use_gpu(device, logits, targets):
-            total = _lean_nll(logits, targets, ignore_index, num_threads, total=True)
-            if total is not None:
-                return _exp(total[0] / total[1]) if total[1] else float("nan")
-        nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)
-        n = int(np.count_nonzero(counted))
+        lean = None if mask is not None or _gpu.use_gpu(device, logits, targets) else \
+            _lean_nll(logits, targets, ignore_index, num_threads)
+        if lean is not None:
+            nll, n, _ = lean
+        else:
+            nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)
+            n = int(np.count_nonzero(counted))
         if not n:
             return float("nan")
         return _exp(exact_sum(nll) / n)  # the kernels give 0 where not counted

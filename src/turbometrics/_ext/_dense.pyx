@@ -132,12 +132,11 @@ cdef Rows _rows(object x, int code) except *:
     return r
 
 
-def nll_rows(x, int code, const int64_t[::1] targets, ignore, int nthreads, bint total=False):
-    """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,), one int64 target a row; a row whose target
-    equals ``ignore`` (None: no row) is not counted and gives 0. With ``total``: (the exactly rounded sum
-    of the NLLs, counted rows) instead, or None where that sum needs the bins (an NLL not finite, an
-    overflowing partial). None when a counted target lies outside [0, V): nothing is computed, and the
-    caller's validation words the error (this check only keeps the kernel inside its rows)."""
+def nll_rows(x, int code, const int64_t[::1] targets, ignore, int nthreads):
+    """Token NLL per row of ``x`` (B, T, V) as float64 (B*T,), one int64 target a row, and the number of
+    rows counted: a row whose target equals ``ignore`` (None: no row) is not, and gives 0. None when a
+    counted target lies outside [0, V): nothing is computed, and the caller's validation words the error
+    (this check only keeps the kernel inside its rows)."""
     if not 0 <= code <= 3:
         raise ValueError("token NLL needs floating-point logits")
     active_path()
@@ -150,12 +149,11 @@ def nll_rows(x, int code, const int64_t[::1] targets, ignore, int nthreads, bint
     cdef vector[int64_t] t = vector[int64_t](n)
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] o = out
-    cdef double s = 0.0
     with nogil:
         for i in range(n):
             v = targets[i]
             if has_ignore and v == iv:
-                t[i] = -1  # the kernel skips the row (0), and so does the sum
+                t[i] = -1  # the kernel skips the row: 0
             elif 0 <= v < r.V:
                 t[i] = v
                 counted += 1
@@ -164,17 +162,13 @@ def nll_rows(x, int code, const int64_t[::1] targets, ignore, int nthreads, bint
                 break
         if ok and n > 0:
             c_nll_rows(r, code, t.data(), &o[0], nthreads)
-            if total:
-                s = _fsum(&o[0], n, &ok)
-    if not ok:
-        return None
-    return (s, counted) if total else out
+    return (out, counted) if ok else None
 
 
 cdef double _fsum(const double* v, Py_ssize_t n, bint* ok) noexcept nogil:
     """The exactly rounded sum of v[0:n] (round half to even: math.fsum's value), by Shewchuk's
-    non-overlapping partials. ``ok`` turns False (and 0 is returned) for a value that is not finite, an
-    overflowing partial, or more than 64 partials (rare; the caller then sums in the bins)."""
+    non-overlapping partials, ~8 ns a value. ``ok`` turns False (and 0 is returned) for a value that is not
+    finite, an overflowing partial, or more than 64 partials (rare; the caller then sums in the bins)."""
     cdef double p[64]
     cdef double x, y, hi, lo = 0.0, yr
     cdef int m = 0, j, i
@@ -224,7 +218,7 @@ cdef double _fsum(const double* v, Py_ssize_t n, bint* ok) noexcept nogil:
 
 
 def fsum(const double[::1] v):
-    """``_fsum`` of a float64 array (for the tests): the sum, or None where ``_fsum`` gives up."""
+    """``_fsum`` of a float64 array (``_exact``'s small sums): the sum, or None where ``_fsum`` gives up."""
     cdef bint ok = True
     cdef double s = _fsum(&v[0] if v.shape[0] else NULL, v.shape[0], &ok)
     return s if ok else None
