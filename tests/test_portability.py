@@ -8,7 +8,7 @@
   through the cross compiler of PyPI's ziglang (no OpenMP there: the
   std::thread pool).
 - A build without OpenMP (TURBOMETRICS_OPENMP=0, as on a Mac) runs on several
-  threads and gives the same bits as this build.
+  threads and gives the same bits as this build, in forked children too.
 What ran is printed in pytest's summary (conftest.py).
 """
 import os
@@ -25,6 +25,7 @@ import pytest
 
 import turbometrics as tm
 from conftest import BUILD_REPORT
+from test_fork import WAYS as FORK_WAYS, run_fork_check
 from turbometrics._bench import build_without_openmp, zipf_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,5 +187,7 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     before, after = int(words[4]), int(words[5])
     if before >= 0:
         assert after > before, "the std::thread pool started no worker thread"
+    run_fork_check(FORK_WAYS, env)  # forked children there too (fork_check.py runs that build: PYTHONPATH)
     BUILD_REPORT.append(f"build without OpenMP (TURBOMETRICS_OPENMP=0): std::thread pool, {after - before} worker "
-                        "thread(s) started; NLL, top-k, BLEU, chrF++, ROUGE bits equal this build's")
+                        "thread(s) started; NLL, top-k, BLEU, chrF++, ROUGE bits equal this build's; forked "
+                        "children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return its numbers")

@@ -1,22 +1,73 @@
 """turbometrics: ML evaluation metrics with compiled hot paths.
 
 Same numbers as the reference implementations (scikit-learn, PyTorch,
-torchmetrics, ...), many times faster. See DESIGN.md for the oracles.
+torchmetrics, sacrebleu, rouge-score), many times faster. The README and
+docs/ say which oracle each metric reproduces.
+
+``import turbometrics`` loads only this module and the patch layer's entry
+points; each public name loads its module (and the compiled kernels) on
+first use, so a process pays only for what it calls (docs/performance.md,
+"First calls").
 """
-from . import dask, distributed, metrics  # tm.dask imports Dask, tm.distributed torch, only when called
-from .config import show_config
-from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
-from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
-from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
-from .lm_perplexity import lm_perplexity
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The patch functions are bound here, not lazily: ``python -m turbometrics.patch`` imports the
+# subpackage first, which would otherwise leave the name ``patch`` bound to the module.
 from .patch import is_patched, patch, unpatch
-from .lm_head import perplexity_from_hidden, token_nll_from_hidden
-from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll,
-                             perplexity_from_probs, token_nll)
-from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length, pairwise_bleu,
-                   pairwise_chrf, pairwise_rouge, pairwise_ter, prepare_references, rouge, segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_LAZY = {
+    **dict.fromkeys(["metrics", "dask", "distributed"], ""),  # modules themselves
+    "show_config": "config",
+    **dict.fromkeys(["mean_reciprocal_rank", "target_rank", "topk", "topk_accuracy"], "classification"),
+    **dict.fromkeys(["ConfidenceInterval", "PairedTestResult", "bootstrap_ci", "paired_test"], "resampling"),
+    **dict.fromkeys(["CVResult", "GroupKFold", "KFold", "RepeatedKFold", "StratifiedKFold", "cross_validate"],
+                    "model_selection"),
+    "lm_perplexity": "lm_perplexity",
+    **dict.fromkeys(["perplexity_from_hidden", "token_nll_from_hidden"], "lm_head"),
+    **dict.fromkeys(["perplexity", "perplexity_from_log_probs", "perplexity_from_nll", "perplexity_from_probs",
+                     "token_nll"], "language_model"),
+    **dict.fromkeys(["BLEUScore", "CHRFScore", "TERScore", "corpus_bleu", "corpus_chrf", "corpus_ter", "lcs_length",
+                     "pairwise_bleu", "pairwise_chrf", "pairwise_rouge", "pairwise_ter", "prepare_references",
+                     "rouge", "segment_bleu", "segment_chrf", "segment_ter", "sentence_bleu", "sentence_chrf",
+                     "sentence_ter", "tokenize"], "text"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'turbometrics' has no attribute {name!r}")
+    if where == "":
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
+    from . import dask, distributed, metrics
+    from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
+    from .config import show_config
+    from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll, perplexity_from_probs,
+                                 token_nll)
+    from .lm_head import perplexity_from_hidden, token_nll_from_hidden
+    from .lm_perplexity import lm_perplexity
+    from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
+    from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
+    from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length,
+                       pairwise_bleu, pairwise_chrf, pairwise_rouge, pairwise_ter, prepare_references, rouge,
+                       segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
 
 __all__ = [
     "metrics", "dask", "distributed",

@@ -14,6 +14,7 @@ current torch/CuPy stream, after the work that made the input.
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,12 +50,39 @@ def use_gpu(device: str | None, *arrays: Any) -> bool:
 
 
 _CUDA: tuple = ()  # (numba.cuda, _kernels.cuda) once a GPU was found: a call asks for them several times
+_FORKED_FROM_GPU = False  # this process was forked from one that had used the GPU through us
+
+
+def _after_fork_in_child() -> None:
+    """CUDA does not survive fork(): a child of a process that used the GPU must not touch the parent's
+    context (numba's handles, our cached views and streams); its first GPU call raises instead."""
+    global _CUDA, _FORKED_FROM_GPU
+    if _CUDA:
+        _CUDA, _FORKED_FROM_GPU = (), True
+        _VIEWS.clear()
+        _STREAMS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _torch_in_bad_fork() -> bool:
+    """torch's own flag: this process was forked after torch initialised CUDA."""
+    torch = sys.modules.get("torch")
+    check = getattr(getattr(torch, "cuda", None), "_is_in_bad_fork", None)
+    return bool(check and check())
 
 
 def _cuda():
     global _CUDA
     if _CUDA:
         return _CUDA
+    if _FORKED_FROM_GPU or _torch_in_bad_fork():
+        raise RuntimeError("the GPU was asked for in a process forked from one that had already used CUDA, and "
+                           "CUDA cannot be used after fork(): start worker processes with the 'spawn' method "
+                           "(multiprocessing.get_context('spawn'); DataLoader(multiprocessing_context='spawn')), "
+                           "or pass host arrays to the workers (the CPU path works here)")
     try:
         from numba import cuda
     except ImportError as e:  # pragma: no cover - numba always ships numba.cuda today

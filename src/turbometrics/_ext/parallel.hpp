@@ -9,6 +9,12 @@
 // clang ships none) a small persistent std::thread pool runs the same loop, so
 // a Mac build still uses every core.
 //
+// Fork: a child gets only the thread that called fork(). GNU libgomp keeps its
+// parent's idle team and waits forever for it in the child's first parallel
+// region, and the pool's threads are gone too. So a forked child (told by a
+// pthread_atfork handler) runs every loop on a pool of its own, made on its
+// first parallel call: the same items and results, whichever backend.
+//
 // Failures never leave a thread: a body that throws (std::bad_alloc, a kernel's
 // size limit, an interrupt) stops the loop (no thread starts another item) and
 // the failure of the lowest-numbered item is rethrown once every thread is
@@ -35,20 +41,14 @@
 #include <string>
 #include <thread>
 #include <type_traits>
-#ifdef _OPENMP
-#include <omp.h>
-#else
 #include <condition_variable>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
-#ifdef _WIN32
-#include <process.h>
-#define getpid _getpid
-#else
-#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
 #endif
+#ifndef _WIN32
+#include <pthread.h>
 #endif
 
 namespace tmp {
@@ -190,48 +190,24 @@ struct Worker {
   }
 };
 
-#ifdef _OPENMP
-constexpr const char* BACKEND = "OpenMP";
-
-template <class Init, class Body>
-static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
-                                const char* noun = "item") {
-  if (n <= 0) return;
-  const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
-  Call call;
-  std::atomic<int> finished{0};
-  const bool caller = tl_caller;
-  start_polling();
-#pragma omp parallel num_threads(t)
-  {
-    Enter enter(&call, caller && omp_get_thread_num() == 0);  // the master thread is the caller
-    Worker<Init, Body> w{call, init, body, chunk};
-#pragma omp for schedule(dynamic, chunk) nowait
-    for (int64_t i = 0; i < n; ++i) w(i);
-    finish(call, finished, omp_get_num_threads());  // the team may be smaller than t (nested, limits)
-  }
-  call.rethrow(noun);
-}
-
-static inline int max_threads() { return omp_get_max_threads(); }
-
-#else
-constexpr const char* BACKEND = "std::thread pool";
-
+// ---------------------------------------------------------------- the std::thread pool
 // Workers wait on a condition variable between calls; a call wakes as many as
 // it needs and works itself. The pool is created on first use and never
-// destroyed (no joins at interpreter exit); a forked child, which inherits the
-// pool's memory but not its threads, starts a new one.
+// destroyed (no joins at interpreter exit). The build without OpenMP runs every
+// loop here; the OpenMP build only in a forked child.
 inline thread_local bool tl_in_run = false;  // this thread is in Pool::run (a nested call runs inline)
+
+class Pool;
+inline Pool* g_pool = nullptr;     // this process's pool; a forked child drops (leaks) its parent's
+inline std::mutex g_pool_mu;       // guards g_pool; held across fork() (the atfork handlers below)
+inline std::atomic<bool> g_forked{false};  // this process is a fork of one that loaded the module
 
 class Pool {
  public:
   static Pool& get() {
-    static std::mutex guard;
-    static Pool* pool = nullptr;
-    std::lock_guard<std::mutex> lock(guard);
-    if (!pool || pool->pid_ != getpid()) pool = new Pool();  // the old one is deliberately leaked
-    return *pool;
+    std::lock_guard<std::mutex> lock(g_pool_mu);
+    if (!g_pool) g_pool = new Pool();
+    return *g_pool;
   }
 
   // Run task() on `helpers` pool threads and on the caller; return when all are done.
@@ -258,8 +234,6 @@ class Pool {
   }
 
  private:
-  Pool() : pid_(getpid()) {}
-
   void work(int id) {
     uint64_t seen = 0;
     for (;;) {
@@ -276,7 +250,6 @@ class Pool {
     }
   }
 
-  decltype(getpid()) pid_;
   std::mutex call_, mu_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
@@ -285,11 +258,24 @@ class Pool {
   int wanted_ = 0, pending_ = 0;
 };
 
+#ifndef _WIN32
+// fork() while another thread is in Pool::get would leave g_pool_mu locked in the child: the forking
+// thread holds it across fork() instead, and both sides release it. The child's parent pool (its
+// mutexes may be held by threads that no longer exist) is never touched again.
+inline void fork_prepare() { g_pool_mu.lock(); }
+inline void fork_parent() { g_pool_mu.unlock(); }
+inline void fork_child() {
+  g_pool_mu.unlock();
+  g_pool = nullptr;
+  tl_in_run = false;
+  g_forked.store(true);
+}
+// Registered when the extension module is loaded (each module has its own copy of this header's state).
+inline const bool g_atfork = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+#endif
+
 template <class Init, class Body>
-static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
-                                const char* noun = "item") {
-  if (n <= 0) return;
-  const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
+static inline void pool_for(int64_t n, int64_t chunk, int t, Init& init, Body& body, const char* noun) {
   // a call made while the pool runs one of this thread's (from Python code a poll ran) runs inline
   const int team = tl_in_run ? 1 : t;
   std::atomic<int64_t> next{0};
@@ -308,6 +294,43 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
   if (team == 1) task();
   else Pool::get().run(team - 1, task);
   call.rethrow(noun);
+}
+
+#ifdef _OPENMP
+constexpr const char* BACKEND = "OpenMP";
+
+template <class Init, class Body>
+static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
+                                const char* noun = "item") {
+  if (n <= 0) return;
+  const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
+  if (g_forked.load(std::memory_order_relaxed)) return pool_for(n, chunk, t, init, body, noun);
+  Call call;
+  std::atomic<int> finished{0};
+  const bool caller = tl_caller;
+  start_polling();
+#pragma omp parallel num_threads(t)
+  {
+    Enter enter(&call, caller && omp_get_thread_num() == 0);  // the master thread is the caller
+    Worker<Init, Body> w{call, init, body, chunk};
+#pragma omp for schedule(dynamic, chunk) nowait
+    for (int64_t i = 0; i < n; ++i) w(i);
+    finish(call, finished, omp_get_num_threads());  // the team may be smaller than t (nested, limits)
+  }
+  call.rethrow(noun);
+}
+
+static inline int max_threads() { return omp_get_max_threads(); }
+
+#else
+constexpr const char* BACKEND = "std::thread pool";
+
+template <class Init, class Body>
+static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
+                                const char* noun = "item") {
+  if (n <= 0) return;
+  const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
+  pool_for(n, chunk, t, init, body, noun);
 }
 
 static inline int max_threads() { return (int)std::max(1u, std::thread::hardware_concurrency()); }

@@ -28,9 +28,17 @@ static bool py_poll() {
   return raised;
 }
 
+#ifndef _WIN32
+// In a forked child Python's main thread is the thread that forked (its signal handlers run there).
+static void py_after_fork() { main_thread = PyThread_get_thread_ident(); }
+#endif
+
 static inline void install_poll(unsigned long main_thread_ident) {
   main_thread = main_thread_ident;
   poll_hook.store(py_poll);
+#ifndef _WIN32
+  pthread_atfork(nullptr, nullptr, py_after_fork);
+#endif
 }
 
 // A kernel's C++ exception as a Python one: allocation failure -> MemoryError, a size limit ->

@@ -44,9 +44,7 @@ import importlib
 import importlib.abc
 import collections
 import functools
-import importlib.metadata
 import importlib.util
-import inspect
 import logging
 import os
 import sys
@@ -135,6 +133,8 @@ def _swap_code(undo: list, func: types.FunctionType, impl: Callable) -> None:
 def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
     if func.__code__.co_freevars:
         raise TypeError(f"{func.__qualname__} has free variables; its code cannot be swapped")
+    import inspect  # here, not at import: `import turbometrics` stays light
+
     sig = inspect.signature(original_copy(func), follow_wrapped=False)
     params, args = [], []
     star = False
@@ -230,6 +230,8 @@ def _version_ok(lib: str) -> bool:
 
     check = {"sacrebleu": _sacrebleu, "rouge_score": _rouge_score, "sklearn": _sklearn,
              "torchmetrics": _torchmetrics}[lib].supported
+    import importlib.metadata  # here, not at import (~25 ms)
+
     try:
         version = importlib.metadata.version(_DISTRIBUTIONS[lib])
     except importlib.metadata.PackageNotFoundError:

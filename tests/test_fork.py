@@ -1,0 +1,35 @@
+"""Forked children after a parent's multi-threaded calls return the parent's numbers and never hang.
+
+Each way of forking runs tests/fork_check.py in a fresh process under a timeout, so that a hang fails the
+test instead of stalling the run (the bug: GNU libgomp's team does not survive fork(), and a child's first
+parallel call waited forever). The build without OpenMP runs the same script in test_portability.py; a
+child that asks for the GPU after its parent used it is tests/gpu's (under the CUDA simulator).
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+WAYS = ["os.fork", "pool", "executor", "dataloader", "busy"]
+
+
+def run_fork_check(ways: list[str], env: dict | None = None, timeout: float = 240) -> str:
+    """fork_check.py's output; fails on a non-zero exit or a hang (no OK line within ``timeout``)."""
+    try:
+        r = subprocess.run([sys.executable, str(HERE / "fork_check.py"), *ways], capture_output=True, text=True,
+                           timeout=timeout, cwd=HERE, env=env)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"forked children did not finish in {timeout} s (a hang): {e.stdout!r}")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for way in ways:
+        assert f"OK {way}" in r.stdout, r.stdout
+    return r.stdout
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_forked_children_return_the_parents_numbers(way):
+    if way == "dataloader":
+        pytest.importorskip("torch")
+    run_fork_check([way])
