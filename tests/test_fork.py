@@ -33,3 +33,36 @@ def test_forked_children_return_the_parents_numbers(way):
     if way == "dataloader":
         pytest.importorskip("torch")
     run_fork_check([way])
+
+
+LM_EVAL = """
+import os, sys
+import lm_eval.api.metrics as M
+import turbometrics as tm
+from conftest import DATA, read_lines
+refs = read_lines(DATA / "wmt17-en-de" / "newstest2017.ref.de")[:300]
+hyps = read_lines(DATA / "wmt17-en-de" / "online-B.0.hyp.de")[:300]
+items = list(zip(refs, hyps))
+out = []
+for patched in (False, True):
+    if patched:
+        tm.patch(["sacrebleu"])
+    for agg in (M.bleu, M.chrf, M.ter):
+        score = agg(items)  # the harness scores the corpus first (our threads start here), then its Pool forks
+        out.append((score, M.stderr_for_metric(agg, bootstrap_iters=10)(items)))
+from turbometrics.patch import calls
+assert sum(n for (name, how), n in calls().items() if how == "accelerated") >= 3, calls()
+print("EQUAL" if out[:3] == out[3:] else f"DIFFER {out}")
+"""
+
+
+def test_lm_eval_bootstrap_stderr_under_the_patch():
+    """lm-evaluation-harness's bootstrap_stderr scores resamples in a forked multiprocessing Pool: under
+    tm.patch() it hung; now it completes with the unpatched numbers."""
+    pytest.importorskip("lm_eval", reason="lm-eval is in the test extra")
+    try:
+        r = subprocess.run([sys.executable, "-c", LM_EVAL], capture_output=True, text=True, timeout=300, cwd=HERE)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"bootstrap_stderr under the patch did not finish in 300 s (a hang): {e.stdout!r}")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "EQUAL", r.stdout[-3000:]
