@@ -41,9 +41,16 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'turbometrics' has no attribute {name!r}")
-    if where == "":
+    if where is None:  # a submodule (tm.text, tm.classification, ...): reachable as when all were imported
+        if name.startswith("__"):
+            raise AttributeError(f"module 'turbometrics' has no attribute {name!r}")
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'turbometrics' has no attribute {name!r}") from None
+    elif where == "":
         value = importlib.import_module(f".{name}", __name__)
     else:
         value = getattr(importlib.import_module(f".{where}", __name__), name)
