@@ -1,12 +1,11 @@
-"""NumPy's legacy RandomState stream continued in Numba (_kernels/legacy_rng.py): the same integers, the same
-final state, and rouge-score's bootstrap means bit for bit."""
+"""NumPy's legacy RandomState stream continued in compiled code (_legacy_rng.py, _ext/resample.hpp): the same
+integers, the same final state, and rouge-score's bootstrap means bit for bit."""
 import time
 
 import numpy as np
 import pytest
 
-from turbometrics._kernels.legacy_rng import (bootstrap_means_legacy, ordered_means, randint_legacy,
-                                              resample_means)
+from turbometrics._legacy_rng import bootstrap_means_legacy, ordered_means, randint_legacy, resample_means
 
 
 def assert_same_state(a: np.random.RandomState, b: np.random.RandomState):
@@ -35,7 +34,7 @@ def twins(seed, before):
     return pair
 
 
-N_VALUES = [1, 2, 3, 7, 1000, 2000, 2 ** 16, 2 ** 31 - 1, 2 ** 32 - 1,
+N_VALUES = [1, 2, 3, 7, 1000, 2000, 2 ** 16, 2 ** 31 - 1, 2 ** 31 + 1, 2 ** 32 - 1,
             2 ** 32, 2 ** 32 + 1, 2 ** 40 + 12345, 2 ** 62 + 1, 2 ** 63 - 1]
 
 
@@ -150,6 +149,28 @@ def test_bootstrap_equals_rouge_loop(n, m, n_samples, before):
     assert_same_state(a, b)
 
 
+@pytest.mark.parametrize("n", [8, 9, 128, 129, 1000, 100000])
+@pytest.mark.parametrize("m", [1, 3])
+def test_bootstrap_sizes(n, m):
+    """Around the pairwise sum's leaves (8, 128 terms) and its halving, and rouge-score's (n, 3)."""
+    matrix = hard_matrix(np.random.default_rng(n + m), n, m)
+    a, b = twins(n, "mid-block")
+    samples = 3 if n == 100000 else 25
+    assert np.array_equal(bits(bootstrap_means_legacy(b, matrix, samples)), bits(rouge_loop(a, matrix, samples)))
+    assert_same_state(a, b)
+
+
+def test_bootstrap_same_bits_on_any_thread_count_and_batch():
+    from turbometrics._ext import _dense
+
+    matrix = hard_matrix(np.random.default_rng(3), 777, 3)
+    key, pos = np.random.RandomState(8).get_state()[1:3]
+    runs = [_dense.legacy_bootstrap_means(key.copy(), pos, matrix, 50, per, threads)
+            for threads, per in ((1, 50), (2, 50), (3, 7), (2, 1))]
+    for out, end in runs[1:]:
+        assert end == runs[0][1] and np.array_equal(bits(out), bits(runs[0][0]))
+
+
 def test_bootstrap_the_global_rng():
     """As the rouge-score patch calls it: np.random's own RandomState, after np.random.seed."""
     matrix = np.random.default_rng(1).random((337, 3))
@@ -165,7 +186,7 @@ def test_bootstrap_the_global_rng():
 
 def test_bootstrap_in_chunks(monkeypatch):
     """Index buffers smaller than the whole draw: the stream simply continues from chunk to chunk."""
-    import turbometrics._kernels.legacy_rng as lr
+    import turbometrics._legacy_rng as lr
     monkeypatch.setattr(lr, "_CHUNK", 1000)
     matrix = hard_matrix(np.random.default_rng(2), 300, 3)
     a, b = twins(11, "mid-block")
@@ -193,8 +214,9 @@ def test_bootstrap_edges_and_refusals():
         bootstrap_means_legacy(b, matrix, -1)
 
 
-@pytest.mark.parametrize("n,m,k", [(5, 1, 1), (5, 1, 7), (50, 1, 8), (50, 1, 129), (300, 1, 1000),
-                                   (70000, 1, 70000), (5, 2, 3), (100, 3, 100), (100, 6, 257)])
+@pytest.mark.parametrize("n,m,k", [(5, 1, 1), (5, 1, 7), (50, 1, 8), (50, 1, 128), (50, 1, 129), (300, 1, 1000),
+                                   (70000, 1, 70000), (1000, 1, 100000), (5, 2, 3), (100, 3, 100), (100, 6, 257),
+                                   (100, 9, 130), (1000, 3, 100000)])
 def test_ordered_means_is_np_mean(n, m, k):
     rng = np.random.default_rng(n + m + k)
     matrix = hard_matrix(rng, n, m)
@@ -204,6 +226,9 @@ def test_ordered_means_is_np_mean(n, m, k):
     assert np.array_equal(bits(ordered_means(matrix, idx)), bits(want))
     # any layout of the matrix: matrix[idx, :] is a C-contiguous gather whatever the layout
     assert np.array_equal(bits(ordered_means(np.asfortranarray(matrix), idx)), bits(want))
+    for bad in (-1, n):  # an index outside the rows is refused, not read
+        with pytest.raises(ValueError, match="indices"):
+            ordered_means(matrix, np.where(idx == idx[0, 0], bad, idx))
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5])

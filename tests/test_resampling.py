@@ -115,6 +115,45 @@ def test_compiled_draws_are_numpys(seed, monkeypatch):
             np.stack([np.bincount(d, minlength=50) for d in _numpy_draws(50, 4, seed)])).all()
 
 
+def _block_sums(cols, counts):
+    """The float order of _ext/resample.hpp's sums, by hand: items in 16 fixed blocks, each summed from +0.0
+    in item order (an item drawn 0 times adds 0, not 0 * inf), the blocks then added in block order."""
+    n = counts.shape[1]
+    step = -(-n // 16)
+    total = None
+    for b in range(16):
+        part = np.zeros((counts.shape[0], cols.shape[0]))
+        for i in range(b * step, min(n, (b + 1) * step)):
+            c = counts[:, i:i + 1]
+            part = part + c * np.where(c != 0, cols[:, i], 0.0)
+        total = part if b == 0 else total + part
+    return total
+
+
+@pytest.mark.parametrize("r,n,k", [(1, 1, 1), (3, 5, 2), (7, 17, 10), (40, 1000, 3), (20, 3001, 10),
+                                   (9, 1500, 24), (130, 70, 1)])
+def test_sums_kernel(r, n, k, rng):
+    """_sums against NumPy: integer sums exact (int32 and int64 columns, small and large counts), float sums
+    in their fixed block order bit for bit; the same on any thread count."""
+    counts = rng.integers(0, 4, (r, n)).astype(np.int32)
+    counts[0, : n // 2] = 0
+    big = counts * np.int32(2 ** 20)  # too large for the kernel's 32-bit lanes
+    ints = rng.integers(-100000, 100000, (k, n))
+    huge = rng.integers(-2 ** 62, 2 ** 62, (k, n))  # int64 sums that wrap, as NumPy's
+    floats = rng.standard_normal((k, n)) * 10.0 ** rng.integers(-10, 10, (k, n))
+    floats[:, ::7] = np.inf
+    floats[:, 1::11] = -0.0
+    cases = [(ints.astype(np.int32), counts), (ints.astype(np.int32), big), (ints, counts), (huge, counts),
+             (floats, counts)]
+    for cols, cnt in cases:
+        want = _block_sums(cols, cnt) if cols.dtype == np.float64 else cnt.astype(np.int64) @ cols.T.astype(np.int64)
+        for threads in (1, 2, 3):
+            got = resampling._sums(cols, cnt, threads)
+            assert got.dtype == want.dtype and np.array_equal(got.view(np.int64), want.view(np.int64)), \
+                (cols.dtype, threads)
+    assert resampling._columns(ints.T).dtype == np.int32 and resampling._columns(huge.T).dtype == np.int64
+
+
 def test_default_mode_resamples_are_exact_scores(wmt17):
     """Each resampled score is the metric's exact score of that resampled corpus."""
     name = sorted(wmt17["systems"])[0]

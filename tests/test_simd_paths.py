@@ -74,6 +74,12 @@ BATTERY = textwrap.dedent("""
     out["nll bf16 vocab"] = tm.token_nll(big.astype(ml_dtypes.bfloat16), tb)
     out["topk f32 vocab"] = tm.topk(big, 50)[1]
     out["rank f32 vocab"] = tm.target_rank(big, tb)
+    from turbometrics import resampling
+    counts = rng.integers(0, 4, (37, 3001)).astype(np.int32)
+    for name, cols in (("int32", rng.integers(-99, 99, (10, 3001)).astype(np.int32)),
+                       ("int64", rng.integers(-2 ** 40, 2 ** 40, (10, 3001))),
+                       ("f64", rng.standard_normal((10, 3001)))):
+        out[f"resample sums {name}"] = resampling._sums(cols, counts, 2)
     np.savez(sys.argv[1], **out)
 """)
 
@@ -92,7 +98,7 @@ def test_every_path_gives_the_same_bits(tmp_path):
         for key, want in results[first].items():
             np.testing.assert_array_equal(results[path][key], want, err_msg=f"{key}: {path} vs {first}")
     SIMD_REPORT.append(f"same bits on every path run here ({', '.join(_dense.SUPPORTED)}): "
-                       f"{len(results[first])} NLL/top-k/rank results compared")
+                       f"{len(results[first])} NLL/top-k/rank/resample-sum results compared")
 
 
 def test_an_unknown_path_is_a_clear_error_on_first_use_only():

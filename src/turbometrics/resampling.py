@@ -171,19 +171,22 @@ def _words(entropy: Any) -> np.ndarray | None:
 
 def _columns(rows: np.ndarray) -> np.ndarray:
     """The statistics as ``_sums`` takes them: rows transposed, each statistic contiguous over the items
-    (made once a bootstrap: per chunk of resamples the copy cost more than the sums at a million items)."""
-    return np.ascontiguousarray(rows.T)
+    (made once a bootstrap: per chunk of resamples the copy cost more than the sums at a million items).
+    Integer statistics that fit go as int32, which the kernel sums twice as fast (the sums stay int64)."""
+    if rows.dtype.kind in "iub":
+        fits = rows.size == 0 or (int(rows.min()) >= -2 ** 31 and int(rows.max()) < 2 ** 31)
+        return np.ascontiguousarray(rows.T, np.int32 if fits else np.int64)
+    return np.ascontiguousarray(rows.T, np.float64)
 
 
-def _sums(cols: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per resample, each statistic summed over the items as often as they were drawn."""
-    from ._kernels.resample import resample_sums
+def _sums(cols: np.ndarray, counts: np.ndarray, num_threads: int) -> np.ndarray:
+    """Per resample, each statistic summed over the items as often as they were drawn (int64 or float64;
+    float sums in fixed blocks of items: the same bits on any thread count)."""
+    from ._ext import _dense
 
-    if counts.shape[1] != cols.shape[1]:  # the kernel trusts these shapes
+    if counts.shape[1] != cols.shape[1]:  # the kernel checks them too; a mismatch here is our bug
         raise AssertionError("resample counts and rows disagree")
-    out = np.empty((counts.shape[0], cols.shape[0]), cols.dtype)
-    resample_sums(cols, np.ascontiguousarray(counts, np.int32), out)
-    return out
+    return _dense.resample_sums(cols, np.ascontiguousarray(counts, np.int32), num_threads)
 
 
 def _order_interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +203,7 @@ def _fsum_mean(samples: np.ndarray) -> np.ndarray:
 
 def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int) -> np.ndarray:
     cols = _columns(plan.rows)
-    return np.concatenate([plan.score(_sums(cols, counts))
+    return np.concatenate([plan.score(_sums(cols, counts, num_threads))
                            for counts in _draws("counts", len(plan.rows), n_resamples, seed, num_threads)])
 
 
@@ -392,8 +395,8 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         scores_b, scores_s = [], []
         cols_b, cols_s = _columns(base.rows), _columns(sys_.rows)
         for counts in _draws("counts", len(base.rows), n_resamples, seed, threads):
-            scores_b.append(base.score(_sums(cols_b, counts))[:, col])
-            scores_s.append(sys_.score(_sums(cols_s, counts))[:, col])
+            scores_b.append(base.score(_sums(cols_b, counts, threads))[:, col])
+            scores_s.append(sys_.score(_sums(cols_s, counts, threads))[:, col])
         scores_b, scores_s = np.concatenate(scores_b), np.concatenate(scores_s)
         (b_mean, b_ci), (s_mean, s_ci) = _default_ci(scores_b), _default_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)

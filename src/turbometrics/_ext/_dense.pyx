@@ -47,6 +47,20 @@ cdef extern from "resample.hpp" namespace "tmk":
     void c_sacrebleu_sums "tmk::sacrebleu_sums"(const uint32_t* entropy, int64_t n_entropy, int64_t N, int64_t n,
                                                 int64_t k, const float* stats, float* out,
                                                 int nthreads) except +raise_py nogil
+    void c_resample_sums "tmk::resample_sums"(const int32_t* cols, int64_t k, int64_t n, const int32_t* counts,
+                                              int64_t R, int64_t* out, int nthreads) except +raise_py nogil
+    void c_resample_sums "tmk::resample_sums"(const int64_t* cols, int64_t k, int64_t n, const int32_t* counts,
+                                              int64_t R, int64_t* out, int nthreads) except +raise_py nogil
+    void c_resample_sums "tmk::resample_sums"(const double* cols, int64_t k, int64_t n, const int32_t* counts,
+                                              int64_t R, double* out, int nthreads) except +raise_py nogil
+    int64_t c_legacy_randint "tmk::legacy_randint"(uint32_t* key, int64_t pos, uint64_t rng, int64_t* out,
+                                                   int64_t total) except +raise_py nogil
+    void c_legacy_ordered_means "tmk::legacy_ordered_means"(const double* rows, int64_t n, int64_t m,
+                                                            const int64_t* idx, int64_t S, int64_t k, double* out,
+                                                            int nthreads) except +raise_py nogil
+    int64_t c_legacy_bootstrap_means "tmk::legacy_bootstrap_means"(uint32_t* key, int64_t pos, const double* rows,
+                                                                   int64_t n, int64_t m, int64_t S, int64_t per,
+                                                                   double* out, int nthreads) except +raise_py nogil
 
 cdef extern from "parallel.hpp" namespace "tmp":
     const char* BACKEND
@@ -395,3 +409,93 @@ def sacrebleu_sums(const uint32_t[::1] entropy, int64_t N, const float[:, ::1] s
         if N and k:
             c_sacrebleu_sums(&entropy[0], entropy.shape[0], N, n, k, &stats[0, 0], &o[0, 0], nthreads)
     return out
+
+
+def resample_sums(cols, const int32_t[:, ::1] counts, int nthreads):
+    """(R, k): ``out[r, q] = sum over i of counts[r, i] * cols[q, i]`` (resample.hpp) for ``cols`` (k, n)
+    C-ordered: int32 or int64 give int64 sums (exact, wrapping as int64 does), float64 float64 sums added in
+    16 fixed blocks of items (the same bits on any thread count and SIMD path)."""
+    active_path()
+    cdef int64_t R = counts.shape[0], n = counts.shape[1], k
+    if not isinstance(cols, np.ndarray) or cols.ndim != 2 or cols.shape[1] != n:
+        raise ValueError("resample_sums: cols must be a (k, n) array for counts of n items")
+    k = cols.shape[0]
+    cdef const int32_t[:, ::1] x32
+    cdef const int64_t[:, ::1] x64
+    cdef const double[:, ::1] xf
+    cdef int64_t[:, ::1] o64
+    cdef double[:, ::1] of
+    if cols.dtype == np.float64:
+        out = np.zeros((R, k), np.float64)
+        if R and k and n:
+            xf, of = cols, out
+            with nogil:
+                c_resample_sums(&xf[0, 0], k, n, &counts[0, 0], R, &of[0, 0], nthreads)
+        return out
+    out = np.zeros((R, k), np.int64)
+    if cols.dtype == np.int32:
+        if R and k and n:
+            x32, o64 = cols, out
+            with nogil:
+                c_resample_sums(&x32[0, 0], k, n, &counts[0, 0], R, &o64[0, 0], nthreads)
+    elif cols.dtype == np.int64:
+        if R and k and n:
+            x64, o64 = cols, out
+            with nogil:
+                c_resample_sums(&x64[0, 0], k, n, &counts[0, 0], R, &o64[0, 0], nthreads)
+    else:
+        raise ValueError(f"resample_sums: cols must be int32, int64 or float64, not {cols.dtype}")
+    return out
+
+
+cdef int64_t _mt_pos(uint32_t[::1] key, int64_t pos) except -1:
+    if key.shape[0] != 624 or not 0 <= pos <= 624:
+        raise ValueError("an MT19937 state is 624 words and a position in [0, 624]")
+    return pos
+
+
+def legacy_randint(uint32_t[::1] key, int64_t pos, uint64_t rng, int64_t[::1] out):
+    """Fill ``out`` with NumPy's legacy ``randint(0, rng + 1)`` draws (int64, masked rejection) from the
+    MT19937 state (``key``, ``pos``), ``rng < 2**63``; ``key`` advances in place. Returns the new position."""
+    _mt_pos(key, pos)
+    if rng >> 63:
+        raise ValueError("legacy_randint: rng must be below 2**63")
+    if out.shape[0] == 0:
+        return pos
+    with nogil:
+        pos = c_legacy_randint(&key[0], pos, rng, &out[0], out.shape[0])
+    return pos
+
+
+def legacy_ordered_means(const double[:, ::1] rows, const int64_t[:, ::1] idx, int nthreads):
+    """(S, m): ``np.mean(rows[idx[s]], axis=0)`` for each row s of ``idx`` (S, k), k >= 1, in NumPy's
+    summation order, bit for bit (resample.hpp). An index outside [0, n) is a ValueError (the kernel checks
+    each resample's indices before it reads them)."""
+    cdef int64_t n = rows.shape[0], m = rows.shape[1], S = idx.shape[0], k = idx.shape[1]
+    if k < 1:
+        raise ValueError("legacy_ordered_means: idx has no columns (the mean of no rows)")
+    out = np.empty((S, m), np.float64)
+    cdef double[:, ::1] o = out
+    if S:
+        with nogil:
+            c_legacy_ordered_means(&rows[0, 0] if m else NULL, n, m, &idx[0, 0], S, k,
+                                   &o[0, 0] if m else NULL, nthreads)
+    return out
+
+
+def legacy_bootstrap_means(uint32_t[::1] key, int64_t pos, const double[:, ::1] rows, int64_t S, int64_t per,
+                           int nthreads):
+    """rouge-score's resample means from the MT19937 state (``key``, ``pos``): (out (S, m), new position),
+    ``out[s] = np.mean(rows[randint(0, n, size=n)], axis=0)`` bit for bit, the indices drawn ``per``
+    resamples at a time; ``key`` advances in place (resample.hpp)."""
+    _mt_pos(key, pos)
+    cdef int64_t n = rows.shape[0], m = rows.shape[1]
+    if n < 1 or S < 0 or per < 1:
+        raise ValueError("legacy_bootstrap_means: need n >= 1 rows, S >= 0 and per >= 1")
+    out = np.empty((S, m), np.float64)
+    cdef double[:, ::1] o = out
+    if S:
+        with nogil:
+            pos = c_legacy_bootstrap_means(&key[0], pos, &rows[0, 0], n, m, S, per, &o[0, 0] if m else NULL,
+                                           nthreads)
+    return out, pos

@@ -84,7 +84,7 @@ def _apply_scorer(module: Any, undo: list) -> None:
 
 
 def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
-    from .._kernels.legacy_rng import resample_means
+    from .._legacy_rng import resample_means
 
     rs = np.random.mtrand._rand
     if getattr(np.random.choice, "__self__", None) is not rs:
