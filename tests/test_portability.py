@@ -26,7 +26,9 @@ import pytest
 import turbometrics as tm
 from conftest import BUILD_REPORT
 from test_fork import WAYS as FORK_WAYS, run_fork_check
+from turbometrics import resampling
 from turbometrics._bench import build_without_openmp, zipf_corpus
+from turbometrics._ext import _dense
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "src" / "turbometrics" / "_ext"
@@ -151,6 +153,10 @@ CHECK = textwrap.dedent("""
     got["chrf"] = np.array(tm.corpus_chrf(hyps, [refs], word_order=2, num_threads=2).score)
     got["rouge"] = tm.rouge(hyps, refs, num_threads=2)["rougeLsum"].fmeasure
     got["topk"] = tm.topk(out["x"], 5, num_threads=2)[1]
+    from turbometrics import resampling
+    got["resample_sums"] = resampling._sums(resampling._columns(out["x"][:, :300]), out["counts"], 2)
+    rows = np.ascontiguousarray(out["x"][:, :3], np.float64)
+    got["bootstrap_means"] = _dense.legacy_bootstrap_means(out["key"], 5, rows, 40, 3, 2)[0]
     for k, v in got.items():
         np.testing.assert_array_equal(v, out[k], err_msg=k)
     print("THREADING", _dense.THREADING, "TASKS", before, tasks)
@@ -175,6 +181,11 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     want["chrf"] = np.array(tm.corpus_chrf(hyps, [refs], word_order=2).score)
     want["rouge"] = tm.rouge(hyps, refs)["rougeLsum"].fmeasure
     want["topk"] = tm.topk(x, 5)[1]
+    want["counts"] = rng.integers(0, 3, (50, 64)).astype(np.int32)
+    want["key"] = np.random.RandomState(4).get_state()[1]
+    want["resample_sums"] = resampling._sums(resampling._columns(x[:, :300]), want["counts"], 2)
+    rows = np.ascontiguousarray(x[:, :3], np.float64)
+    want["bootstrap_means"] = _dense.legacy_bootstrap_means(want["key"].copy(), 5, rows, 40, 3, 2)[0]
     data = tmp_path / "want.npz"
     np.savez(data, **want)
 
@@ -189,5 +200,6 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
         assert after > before, "the std::thread pool started no worker thread"
     run_fork_check(FORK_WAYS, env)  # forked children there too (fork_check.py runs that build: PYTHONPATH)
     BUILD_REPORT.append(f"build without OpenMP (TURBOMETRICS_OPENMP=0): std::thread pool, {after - before} worker "
-                        "thread(s) started; NLL, top-k, BLEU, chrF++, ROUGE bits equal this build's; forked "
-                        "children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return its numbers")
+                        "thread(s) started; NLL, top-k, BLEU, chrF++, ROUGE, resampling bits equal this build's; "
+                        "forked children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return its "
+                        "numbers")

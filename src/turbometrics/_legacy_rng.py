@@ -23,7 +23,7 @@ from . import _validate as V
 from ._ext import _dense
 
 _INT64_MAX = 2 ** 63 - 1
-_CHUNK = 1 << 20    # indices drawn at a time by bootstrap_means_legacy (4 MiB of uint32)
+_CHUNK = 1 << 16    # indices a batch of bootstrap_means_legacy: a thread's buffer (256 KiB of uint32) in L2
 
 
 # ---------------------------------------------------------------- the state of a RandomState, out and back
@@ -183,7 +183,7 @@ def bootstrap_means_legacy(rs: np.random.RandomState, matrix: np.ndarray, n_samp
     rows = np.ascontiguousarray(matrix)
     if n_samples == 0:
         return np.empty((0, m), dtype=np.float64)
-    per_chunk = max(1, _CHUNK // n)  # bound the index buffer; the stream simply continues chunk to chunk
+    per_chunk = max(1, _CHUNK // n)  # resamples a batch; the stream simply continues batch to batch
     with _MTState(rs) as st:
         if not st.is_mt:  # another bit generator: NumPy's own draws (one call is the same stream as S calls)
             return ordered_means(rows, rs.randint(0, n, size=(n_samples, n)))

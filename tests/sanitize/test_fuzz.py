@@ -184,3 +184,57 @@ def test_exact_sums(values):
     v = np.array(values, np.float64)
     s = ExactSum().add(v)._bins()  # the compiled bins, not only the small-sum fsum
     s.merge(ExactSum().add(v[::-1])).value()
+
+
+# ---------------------------------------------------------------- resampling kernels
+
+@pytest.mark.parametrize("path", _dense.SUPPORTED)
+@fuzz
+@given(st.integers(0, 2**32 - 1), st.integers(0, 40), st.integers(0, 1100), st.integers(1, 12),
+       st.sampled_from(["int32", "int64", "float64"]), st.sampled_from([1, 3, 2 ** 20, 2 ** 31 - 1]))
+def test_resample_sums(path, seed, r, n, k, dtype, most):
+    """Every shape (runs and blocks cut anywhere, a tile of any width), counts large enough for the
+    64-bit lanes, values at the extremes of their type."""
+    _ran()
+    _dense.set_path(path)
+    try:
+        rng = np.random.default_rng(seed)
+        counts = rng.integers(0, most, (r, n), dtype=np.int64).astype(np.int32)
+        if dtype == "float64":
+            cols = rng.standard_normal((k, n)) * 10.0 ** rng.integers(-300, 300, (k, n))
+            cols[rng.random((k, n)) < 0.05] = np.inf
+        else:
+            info = np.iinfo(dtype)
+            cols = rng.integers(info.min, info.max, (k, n), dtype=dtype, endpoint=True)
+        for threads in (1, 3):
+            out = _dense.resample_sums(cols, counts, threads)
+            assert out.shape == (r, k)
+    finally:
+        _dense.set_path(None)
+
+
+@pytest.mark.parametrize("path", _dense.SUPPORTED)
+@fuzz
+@given(st.integers(0, 2**32 - 1), st.integers(0, 624), st.sampled_from([1, 2, 3, 1000, 2 ** 31 + 1, 2 ** 32,
+                                                                       2 ** 32 + 1, 2 ** 63 - 1]),
+       st.integers(0, 2000), st.integers(1, 300), st.integers(0, 10), st.integers(0, 30), st.integers(1, 40))
+def test_legacy_rng(path, seed, pos, n, total, rows, m, samples, per):
+    """The MT19937 stream from any position, every bounded-integer branch, the means of any shape (indices
+    out of range refused), batches of any size."""
+    _ran()
+    _dense.set_path(path)
+    try:
+        key = np.random.RandomState(seed % 2**32).get_state()[1].copy()
+        out = np.empty(total, np.int64)
+        pos = _dense.legacy_randint(key, pos, n - 1, out)
+        assert 0 <= pos <= 624 and np.all((out >= 0) & (out < n))
+        matrix = np.random.default_rng(seed).standard_normal((rows + 1, m))
+        means, pos = _dense.legacy_bootstrap_means(key, pos, matrix, samples, per, 2)
+        assert means.shape == (samples, m) and 0 <= pos <= 624
+        idx = out[: (total // 7) * 7].reshape(-1, 7) if total >= 7 else np.zeros((1, 3), np.int64)
+        try:
+            assert _dense.legacy_ordered_means(matrix, idx, 2).shape == (idx.shape[0], m)
+        except ValueError:
+            assert idx.max() > rows
+    finally:
+        _dense.set_path(None)

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -651,7 +653,7 @@ static inline int64_t legacy_randint(uint32_t* key, int64_t pos, uint64_t rng, i
   return legacy::fill_masked64(key, pos, rng, out, total);
 }
 
-// Resamples a parallel item of the means.
+// Resamples a parallel item of ordered_means.
 constexpr int64_t MEANS_CHUNK = 16;
 
 // out[s] = np.mean(rows[idx[s]], axis=0) for s < S: idx (S, k), rows (n, m). An index outside [0, n) is
@@ -669,36 +671,40 @@ static inline void legacy_ordered_means(const double* rows, int64_t n, int64_t m
 }
 
 // rouge-score's resample means: for s < S, out[s] = np.mean(rows[rs.randint(0, n, size=n)], axis=0)
-// (rows (n, m)), the draws continuing (key, pos) as legacy_randint; returns the new position. Indices are
-// drawn ``per`` resamples at a time (uint32 while n <= 2^32), the means of each batch then taken in parallel.
+// (rows (n, m)), the draws continuing (key, pos) as legacy_randint; returns the new position.
+// One parallel loop over batches of ``per`` resamples: a thread draws its batch's indices (uint32 while
+// n <= 2^32) into its own buffer when the batch before has been drawn (the stream is one sequence), then
+// takes the batch's means while the next thread draws. Drawing everything first and then taking the
+// means in parallel left the other threads idle during the draws, and paid a fork-join per batch (which
+// a busy machine's scheduler can stretch to milliseconds).
 static inline int64_t legacy_bootstrap_means(uint32_t* key, int64_t pos, const double* rows, int64_t n, int64_t m,
                                              int64_t S, int64_t per, double* out, int nthreads) {
   const rpath::Path& p = rpath::active();
   const uint64_t rng = (uint64_t)(n - 1);
-  auto batches = [&](auto* buf) {
-    constexpr bool U32 = std::is_same_v<decltype(buf), uint32_t*>;
-    for (int64_t s0 = 0; s0 < S; s0 += per) {
-      const int64_t cnt = std::min(per, S - s0);
-      if (rng == 0) std::fill(buf, buf + cnt * n, 0);
-      else if constexpr (U32) pos = p.fill_u32(key, pos, (uint32_t)rng, buf, cnt * n);
-      else pos = legacy::fill_masked64(key, pos, rng, buf, cnt * n);
-      if (!m) continue;
-      tmp::parallel_for((cnt + MEANS_CHUNK - 1) / MEANS_CHUNK, 1, nthreads, [] { return 0; }, [&](int, int64_t c) {
-        const int64_t r0 = c * MEANS_CHUNK, r1 = std::min(cnt, r0 + MEANS_CHUNK);
-        if constexpr (U32) p.means_u32(rows, m, buf, n, r0, r1, out + s0 * m);
-        else p.means_i64(rows, m, buf, n, r0, r1, out + s0 * m, n);
-        tmp::tick((r1 - r0) * n * m);
-      }, "resample");
-    }
+  std::atomic<int64_t> drawn{0};  // batches drawn so far; key and pos are handed on with it
+  auto batches = [&](auto zero) {
+    using I = decltype(zero);
+    tmp::parallel_for((S + per - 1) / per, 1, nthreads, [&] { return std::vector<I>((size_t)(std::min(per, S) * n)); },
+                      [&](std::vector<I>& buf, int64_t b) {
+      const int64_t s0 = b * per, cnt = std::min(per, S - s0);
+      // batches are handed out in order, so the one drawing before this one is already at work; a failure
+      // there stops the loop, and checkpoint() then ends this wait too
+      while (drawn.load(std::memory_order_acquire) != b) {
+        tmp::checkpoint();
+        std::this_thread::yield();
+      }
+      if (rng == 0) std::fill(buf.begin(), buf.begin() + cnt * n, I(0));
+      else if constexpr (std::is_same_v<I, uint32_t>) pos = p.fill_u32(key, pos, (uint32_t)rng, buf.data(), cnt * n);
+      else pos = legacy::fill_masked64(key, pos, rng, buf.data(), cnt * n);
+      drawn.store(b + 1, std::memory_order_release);
+      if (!m) return;
+      if constexpr (std::is_same_v<I, uint32_t>) p.means_u32(rows, m, buf.data(), n, 0, cnt, out + s0 * m);
+      else p.means_i64(rows, m, buf.data(), n, 0, cnt, out + s0 * m, n);
+      tmp::tick(cnt * n * m);
+    }, "resample");
   };
-  const size_t len = (size_t)(std::min(per, S) * n);
-  if (rng <= 0xFFFFFFFFu) {
-    std::unique_ptr<uint32_t[]> buf(new uint32_t[len]);
-    batches(buf.get());
-  } else {
-    std::unique_ptr<int64_t[]> buf(new int64_t[len]);
-    batches(buf.get());
-  }
+  if (rng <= 0xFFFFFFFFu) batches(uint32_t(0));
+  else batches(int64_t(0));
   return pos;
 }
 
