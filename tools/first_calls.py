@@ -72,6 +72,10 @@ CASES: dict[str, tuple[str, str]] = {
     "bootstrap_ci (BLEU, sacrebleu mode)": (
         "h, r = d['hyps'][:3000], d['refs'][:3000]; import turbometrics.metrics as M; m = M.BLEU(); "
         "m.update(h, [r])", "tm.bootstrap_ci(m, n_resamples=1000, mode='sacrebleu')"),
+    "rouge-score BootstrapAggregator, patched (2,000 pairs)": (
+        "from rouge_score import scoring; g = np.random.default_rng(0); tm.patch(['rouge_score']); "
+        "S = [{t: scoring.Score(*g.random(3)) for t in ('rouge1', 'rouge2', 'rougeL')} for _ in range(2000)]",
+        "a = scoring.BootstrapAggregator(); [a.add_scores(x) for x in S]; np.random.seed(0); a.aggregate()"),
     "paired_test (BLEU, bootstrap)": (
         "h, r = d['hyps'][:3000], d['refs'][:3000]; import turbometrics.metrics as M; a = M.BLEU(); "
         "a.update(h, [r]); b = M.BLEU(); b.update(r, [h])", "tm.paired_test(a, b)"),
