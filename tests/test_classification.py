@@ -9,6 +9,7 @@ from sklearn.metrics import top_k_accuracy_score
 
 import turbometrics as tm
 from turbometrics import slow
+from turbometrics.classification import TIES
 
 
 def ref_topk_indices(x, k, largest=True):
@@ -82,6 +83,92 @@ def test_signed_zero_ties_in_half_precision():
     s = np.array([[0.0, -0.0, 1.0]], dtype=np.float16)
     assert tm.target_rank(s, [0])[0] == 2  # -0.0 == +0.0 and has the higher index
     assert tm.target_rank(s.astype(ml_dtypes.bfloat16), [0])[0] == 2
+
+
+# ---------------------------------------------------------------- the rank count vs NumPy
+
+RANK_DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+               np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def ref_ranks(x, targets, ties):
+    """The documented count in NumPy: ahead = greater or NaN; a NaN target has nothing ahead and ties NaNs;
+    ties count before the target (pessimistic) and after it (sklearn, pessimistic)."""
+    f = x.astype(np.float64) if x.dtype.kind in "fV" else x  # every 16-bit float is exact in float64
+    n = np.arange(len(f))
+    st = f[n, targets][:, None]
+    if f.dtype.kind == "f":
+        nan_t = np.isnan(st)
+        gt = ~nan_t & ~(f <= st)
+        eq = np.where(nan_t, np.isnan(f), f == st)
+    else:
+        gt, eq = f > st, f == st
+    idx = np.arange(f.shape[1])
+    before, after = idx < targets[:, None], idx > targets[:, None]
+    b, a = {"sklearn": (0, 1), "optimistic": (0, 0), "pessimistic": (1, 1)}[ties]
+    return gt.sum(1) + b * (eq & before).sum(1) + a * (eq & after).sum(1)
+
+
+def rank_rows_for(rng, v, dtype):
+    """30 rows of width v, few distinct values (ties everywhere), the target tied at both ends of its row,
+    and for floats NaN, +-inf and -0.0 (NaN and inf targets too) and rows of one value."""
+    x = rng.integers(0, 4, (30, v)).astype(np.float64)
+    t = rng.integers(0, v, 30)
+    t[:4], t[4:8] = 0, v - 1  # the target at either end, tied with the other end
+    x[:8, 0] = x[:8, -1] = x[:8, v // 2]
+    x[8] = 2.0
+    if np.dtype(dtype).kind in "fV":
+        special = rng.random(x.shape)
+        x[special < 0.06] = np.nan
+        x[(special >= 0.06) & (special < 0.1)] = np.inf
+        x[(special >= 0.1) & (special < 0.13)] = -np.inf
+        x[(special >= 0.13) & (special < 0.2)] = -0.0  # ties +0.0
+        x[(special >= 0.2) & (special < 0.27)] = 0.0
+        x[9, t[9]] = np.nan
+        x[10, t[10]] = np.inf
+        x[11] = np.nan
+        x[12, :] = -0.0
+        x[12, ::3] = 0.0
+        x[13] = x[13] * 1e-3 - 2.5  # fractions: the 16-bit types round some together
+    return x.astype(dtype), t
+
+
+@pytest.mark.parametrize("dtype", RANK_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_rank_count_equals_numpy(rng, dtype):
+    """Every width around the kernels' steps (16 to 128 values, one register to a step of four) and past an
+    8-bit lane's 127 steps; test_simd_paths runs this file on every SIMD path."""
+    for v in (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4099, 20000,
+              40000):
+        x, t = rank_rows_for(rng, v, dtype)
+        for ties in TIES:
+            got = tm.target_rank(x, t, ties=ties, num_threads=2)
+            np.testing.assert_array_equal(got, ref_ranks(x, t, ties), err_msg=f"{v} {ties}")
+            rev = np.ascontiguousarray(x[:, ::-1])  # the same rows mirrored: ties at the other end
+            np.testing.assert_array_equal(tm.target_rank(rev, v - 1 - t, ties=ties),
+                                          ref_ranks(rev, v - 1 - t, ties), err_msg=f"{v} {ties} mirrored")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.int16, np.uint16], ids=lambda d: np.dtype(d).name)
+def test_rank_count_of_a_row_past_a_16_bit_lane(rng, dtype):
+    """A 16-bit lane holds 32767 counts: a row of 3,000,000 (over 2**20 steps of every path) is counted in
+    several rounds."""
+    x = rng.integers(0, 3, (1, 3_000_000)).astype(dtype)
+    for t in (0, 1_500_000, 2_999_999):
+        tt = np.array([t])
+        for ties in TIES:
+            assert tm.target_rank(x, tt, ties=ties)[0] == ref_ranks(x, tt, ties)[0]
+
+
+def test_rank_rows_binding_skips_negative_targets_and_refuses_out_of_range():
+    from turbometrics._ext import _dense
+
+    x = np.array([[[1.0, 3.0, 2.0], [3.0, 3.0, 3.0]]], np.float32)
+    got = _dense.rank_rows(x, 2, np.array([0, -1], np.int64), False, True, 1)
+    assert list(got) == [2, -1]
+    with pytest.raises(ValueError, match="target out of range"):
+        _dense.rank_rows(x, 2, np.array([0, 3], np.int64), False, True, 1)
+    with pytest.raises(ValueError, match="one entry per row"):
+        _dense.rank_rows(x, 2, np.array([0], np.int64), False, True, 1)
 
 
 def test_ignore_index_and_mrr(rng):

@@ -8,13 +8,11 @@ import numpy as np
 from . import _gpu
 from . import _validate as V
 from ._ext import _dense
-from ._kernels import rank as _rank
 from ._metric import Metric, Plan, concat, one_score, ratios
 
 TIES = ("sklearn", "optimistic", "pessimistic")
 # (count ties before the target, count ties after it) for each rule.
 _TIE_SIDES = {"sklearn": (False, True), "optimistic": (False, False), "pessimistic": (True, True)}
-_HALF_INF_MAG = {V.F16: 0x7C00, V.BF16: 0x7F80}
 
 
 def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = True,
@@ -104,16 +102,8 @@ def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_t
     x = V.rows3d(a.data, "scores")
     t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index)
     before, after = _TIE_SIDES[ties]
-    prev = _rank.set_threads(min(V.check_threads(num_threads), _rank.numba.config.NUMBA_NUM_THREADS))
-    try:
-        safe = np.where(t64 < 0, 0, t64)  # ignored rows are ranked against class 0 and dropped
-        if a.code in _HALF_INF_MAG:
-            r = _rank.rank_rows_half(x, safe, before, after, _HALF_INF_MAG[a.code])
-        else:
-            r = _rank.rank_rows(x, safe, before, after)
-    finally:
-        _rank.set_threads(prev)
-    r[t64 < 0] = -1
+    # ignored rows (t64 -1) come back -1, unread
+    r = _dense.rank_rows(x, a.code, t64, before, after, V.check_threads(num_threads))
     return r, counted, a
 
 

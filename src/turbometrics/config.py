@@ -2,8 +2,9 @@
 
 The build (version, compiled SIMD paths, OpenMP or the std::thread pool), what
 this machine runs (CPU, the SIMD path in use and why, default thread count),
-Numba (version, target CPU, threads, cache directory) and the GPU (numba-cuda,
-a usable device). Nothing here starts a computation.
+Numba, which the resampling kernels use (version, target CPU, threads, cache
+directory) and the GPU (numba-cuda, a usable device). Nothing here starts a
+computation.
 """
 from __future__ import annotations
 
@@ -39,15 +40,15 @@ def _simd() -> dict[str, Any]:
 
 
 def _numba() -> dict[str, Any]:
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:  # imported here only: importing numba costs ~0.15 s
+        return {"installed": False}
+    from . import _kernels  # noqa: F401  (points NUMBA_CACHE_DIR somewhere writable where it must)
     import llvmlite.binding as ll
     import numba
 
-    from ._kernels import rank
-
-    try:  # numba keeps no public name for it; a bug report must not fail over it
-        cache = rank.rank_rows._cache._cache_path
-    except AttributeError:
-        cache = os.environ.get("NUMBA_CACHE_DIR") or "unknown"
+    cache = os.environ.get("NUMBA_CACHE_DIR") or "numba's default (_kernels/__pycache__ where writable)"
     return {"version": numba.__version__,
             "target CPU": numba.config.CPU_NAME or ll.get_host_cpu_name(),
             "threads": numba.config.NUMBA_NUM_THREADS,

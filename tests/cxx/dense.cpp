@@ -25,4 +25,7 @@ int64_t tm_legacy(uint32_t* key, int64_t pos, const double* rows, int64_t n, int
   pos = tmk::legacy_randint(key, pos, (uint64_t)n - 1, draws, S * n);
   return tmk::legacy_bootstrap_means(key, pos, rows, n, m, S, 7, out, t);
 }
+void tm_rank_rows(const tmk::Rows* x, int code, const int64_t* t, int64_t* out, int n) {
+  tmk::rank_rows(*x, code, t, false, true, out, n);
+}
 }

@@ -35,6 +35,8 @@ cdef extern from "dense.hpp" namespace "tmk":
     void c_topk_rows "tmk::topk_rows"(const Rows x, int code, int64_t itemsize, int64_t k,
                                       bint largest, bint sorted, char* out_v, int64_t* out_i,
                                       int nthreads) except +raise_py nogil
+    void c_rank_rows "tmk::rank_rows"(const Rows x, int code, const int64_t* targets, bint before_ge,
+                                      bint after_ge, int64_t* out, int nthreads) except +raise_py nogil
     int N_PATHS
     bint path_supported(int i)
     const char* path_name(int i)
@@ -267,6 +269,22 @@ def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):
         if r.B * r.T > 0:
             c_topk_rows(r, code, itemsize, k, largest, sorted, pv, &pi[0, 0], nthreads)
     return vals, idx
+
+
+def rank_rows(x, int code, const int64_t[::1] targets, bint before_ge, bint after_ge, int nthreads):
+    """The rank of each row's target in ``x`` (B, T, V) as int64 (B*T,): the entries ahead of it (greater,
+    or NaN), plus the tied ones before it if ``before_ge`` and after it if ``after_ge``; -1 for a negative
+    target (the row is not read). Targets must lie below V (ValueError otherwise)."""
+    active_path()
+    cdef Rows r = _rows(x, code)
+    if targets.shape[0] != r.B * r.T:
+        raise ValueError("targets must hold one entry per row")
+    out = np.empty(r.B * r.T, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        if r.B * r.T > 0:
+            c_rank_rows(r, code, &targets[0], before_ge, after_ge, &o[0], nthreads)
+    return out
 
 
 ctypedef fused target_t:

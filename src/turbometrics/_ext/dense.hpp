@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -44,11 +45,13 @@ typedef double (*NllFn)(const char* row, int64_t V, int64_t target);
 typedef bool (*FoldFn)(const char* row, int64_t V, double& M, double& S);
 typedef void (*TopkFn)(const char* row, int64_t V, int64_t k, bool largest, bool sorted, void* buf, int64_t cap,
                        char* out_v, int64_t* out_i);
+typedef int64_t (*RankFn)(const char* row, int64_t V, int64_t target, bool before_ge, bool after_ge);
 struct Kernels {
   const char* name;
   NllFn nll[4];     // by dtype code, floating point only
   FoldFn fold[4];   // by dtype code, floating point only
   TopkFn topk[12];  // by dtype code
+  RankFn rank[12];  // by dtype code
 };
 
 static TM_INLINE float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -222,6 +225,19 @@ static inline void topk_rows(const Rows x, int code, int64_t itemsize, int64_t k
       [&](std::vector<unsigned char>& buf, int64_t r) {
         fn(x.row(r), x.V, k, largest, sorted, buf.data(), cap, out_v + r * k * itemsize, out_i + r * k);
       });
+}
+
+// out[r] = the rank of row r's target: the classes ahead of it, ties counted on the sides the rule names;
+// -1 for a negative target (an ignored row, not read). A target >= V is the caller's bug: an error, not a
+// read outside the row.
+static inline void rank_rows(const Rows x, int code, const int64_t* targets, bool before_ge, bool after_ge,
+                             int64_t* out, int nthreads) {
+  const RankFn fn = active.load()->rank[code];
+  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
+    const int64_t t = targets[r];
+    if (t >= x.V) throw std::invalid_argument("target out of range");
+    out[r] = t < 0 ? -1 : fn(x.row(r), x.V, t, before_ge, after_ge);
+  }, "row");
 }
 
 }  // namespace tmk

@@ -1,5 +1,5 @@
 // Dense row kernels, written once for any vector width: fused log-softmax +
-// gather (token NLL) and partial top-k selection.
+// gather (token NLL), partial top-k selection and the rank of the target.
 //
 // dense.hpp includes this file once per SIMD path, inside that path's
 // namespace (tmk::avx512, tmk::avx2, ...), with TM_VEC_BYTES set to the path's
@@ -466,6 +466,134 @@ TM_TOPK_ROW(topk_u32, LoadId<uint32_t>)
 TM_TOPK_ROW(topk_u64, LoadId<uint64_t>)
 #undef TM_TOPK_ROW
 
+// ---------------------------------------------------------------- rank of the target
+// rank = #{j: s_j ahead of s_t}, ahead being > on one side of t and >= on the other as the tie rule says.
+// One pass counts "greater" and "equal" over the whole row, with no index test (it runs at the speed of a
+// plain read); only a target that ties something else looks again, at one side of the row. NaN ranks
+// above every number and NaNs tie each other (as in top-k).
+
+// Scores compared as they are (floats, integers).
+template <class T> struct RankId {
+  using S = T; using K = T;
+  typedef K KV __attribute__((vector_size(VB)));
+  static TM_INLINE K key(S s) { return s; }
+  static TM_INLINE KV keys(KV v) { return v; }
+};
+// 16-bit floats by an order key of their bits, in int16 lanes (twice a float32 key's lanes): sign and
+// magnitude, -0 == +0, every NaN one key above +inf. INF_MAG: the magnitude bits of inf.
+template <int INF_MAG> struct RankHalf {
+  using S = uint16_t; using K = int16_t;
+  typedef K KV __attribute__((vector_size(VB)));
+  static TM_INLINE K key(S h) {
+    const int mag = h & 0x7fff;
+    return (K)(mag > INF_MAG ? 0x7fff : (h & 0x8000) ? -mag : mag);
+  }
+  static TM_INLINE KV keys(KV h) {
+    const KV mag = h & 0x7fff, sign = h >> 15;  // sign: 0 or -1
+    return mag > (K)INF_MAG ? KV{} + 0x7fff : (mag ^ sign) - sign;
+  }
+};
+
+// acc + 1 in the lanes where the mask m (all ones or zero) is set: a masked add on AVX-512 (GCC turns the
+// select into one), a subtract of the mask elsewhere (the select became blends and spilled registers on AVX2).
+template <class M> static TM_INLINE M bump(M acc, M m) {
+#if TM_VEC_BYTES == 64
+  return m ? acc + 1 : acc;
+#else
+  return acc - m;
+#endif
+}
+
+// Over x[0, n): gt += elements ahead of key kt (> it, or NaN), eq += elements equal to it; NANT: kt is
+// NaN (nothing is ahead of it and every NaN ties it). Floats count v <= kt and take gt as the rest (one
+// compare, where !(v <= kt) cost a third operation on AVX2). Counted in lanes of the comparison's own width,
+// widened to int64 lanes before a lane can overflow (8-bit lanes every 127 steps), added up at the end.
+// RU registers a step: enough to hide the adds' latency, few enough to keep the accumulators in registers
+// (the pack's 8 on the baseline path spilled).
+constexpr int RU = U < 4 ? U : 4;
+template <class R, bool NANT>
+static TM_INLINE void rank_count(const typename R::S* x, int64_t n, typename R::K kt, int64_t& gt, int64_t& eq) {
+  using K = typename R::K; using KV = typename R::KV;
+  typedef K KVU __attribute__((vector_size(VB), aligned(alignof(K)), may_alias));
+  using M = decltype(KV{} > KV{});
+  constexpr bool LE = std::is_floating_point_v<K>;
+  constexpr int PER = VB / (int)sizeof(K), LN = PER * RU;
+  typedef int64_t W __attribute__((vector_size(PER * 8)));
+  constexpr int64_t FLUSH = sizeof(K) == 1 ? 127 : sizeof(K) == 2 ? 32767 : int64_t(1) << 30;
+  const int64_t whole = n / LN * LN;
+  W gw{}, ew{};
+  int64_t i = 0;
+  while (i < whole) {
+    const int64_t end = std::min(whole, i + FLUSH * LN);
+    M g[RU] = {}, e[RU] = {};
+    for (; i < end; i += LN)
+      for (int q = 0; q < RU; ++q) {
+        const KV v = R::keys(*reinterpret_cast<const KVU*>(x + i + q * PER));
+        if constexpr (NANT) {
+          e[q] = bump(e[q], v != v);
+        } else {
+          g[q] = bump(g[q], LE ? v <= kt : v > kt);
+          e[q] = bump(e[q], v == kt);
+        }
+      }
+    for (int q = 0; q < RU; ++q) {
+      gw += __builtin_convertvector(g[q], W);
+      ew += __builtin_convertvector(e[q], W);
+    }
+  }
+  int64_t a[PER], b[PER], gs = 0, es = 0;
+  std::memcpy(a, &gw, sizeof a);
+  std::memcpy(b, &ew, sizeof b);
+  for (int l = 0; l < PER; ++l) {
+    gs += a[l];
+    es += b[l];
+  }
+  eq += es;
+  if constexpr (!NANT) gt += LE ? whole - gs : gs;
+  for (; i < n; ++i) {
+    const K v = R::key(x[i]);
+    if constexpr (NANT) eq += v != v;
+    else {
+      gt += !(v <= kt);
+      eq += v == kt;
+    }
+  }
+}
+
+template <class R>
+static TM_INLINE int64_t row_rank(const char* row, int64_t V, int64_t t, bool before_ge, bool after_ge) {
+  const typename R::S* x = reinterpret_cast<const typename R::S*>(row);
+  const typename R::K kt = R::key(x[t]);
+  auto count = [&](const typename R::S* p, int64_t n, int64_t& gt, int64_t& eq) {
+    if (kt != kt) rank_count<R, std::is_floating_point_v<typename R::K>>(p, n, kt, gt, eq);
+    else rank_count<R, false>(p, n, kt, gt, eq);
+  };
+  int64_t gt = 0, eq = 0;
+  count(x, V, gt, eq);
+  if (eq == 1 || !(before_ge || after_ge)) return gt;  // the target ties only itself, or ties never count
+  if (before_ge && after_ge) return gt + eq - 1;
+  int64_t g2 = 0, side = 0;  // the ties on the counted side
+  if (after_ge) count(x + t + 1, V - t - 1, g2, side);
+  else count(x, t, g2, side);
+  return gt + side;
+}
+
+#define TM_RANK_ROW(NAME, R) \
+  static int64_t NAME(const char* r, int64_t V, int64_t t, bool b, bool a) { return row_rank<R>(r, V, t, b, a); }
+TM_RANK_ROW(rank_f16, RankHalf<0x7c00>)
+TM_RANK_ROW(rank_bf16, RankHalf<0x7f80>)
+TM_RANK_ROW(rank_f32, RankId<float>)
+TM_RANK_ROW(rank_f64, RankId<double>)
+TM_RANK_ROW(rank_i8, RankId<int8_t>)
+TM_RANK_ROW(rank_i16, RankId<int16_t>)
+TM_RANK_ROW(rank_i32, RankId<int32_t>)
+TM_RANK_ROW(rank_i64, RankId<int64_t>)
+TM_RANK_ROW(rank_u8, RankId<uint8_t>)
+TM_RANK_ROW(rank_u16, RankId<uint16_t>)
+TM_RANK_ROW(rank_u32, RankId<uint32_t>)
+TM_RANK_ROW(rank_u64, RankId<uint64_t>)
+#undef TM_RANK_ROW
+
 // This path's entry points, in dtype-code order.
 static const Kernels kernels = {
     TM_PATH_NAME,
@@ -473,4 +601,6 @@ static const Kernels kernels = {
     {fold_f16, fold_bf16, fold_f32, fold_f64},
     {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16,
      topk_u32, topk_u64},
+    {rank_f16, rank_bf16, rank_f32, rank_f64, rank_i8, rank_i16, rank_i32, rank_i64, rank_u8, rank_u16,
+     rank_u32, rank_u64},
 };
