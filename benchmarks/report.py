@@ -6,11 +6,9 @@
     python benchmarks/report.py --only simd,threads  # only those case groups (see _bench.Case.groups)
     python benchmarks/report.py --json a.json b.json  # report earlier runs together (e.g. a GPU run)
 
-The dense cases run once per SIMD path this CPU supports (TURBOMETRICS_SIMD, with Numba's
-NUMBA_CPU_NAME set to the same instruction-set level, so top-k accuracy's Numba kernel is compiled
-for it too). Writes benchmarks/results/report.md, a chart of the speed-ups,
-benchmarks/results/speedups.png (matplotlib), and the raw pytest-benchmark JSON beside them (not
-committed).
+The dense cases run once per SIMD path this CPU supports (TURBOMETRICS_SIMD). Writes
+benchmarks/results/report.md, a chart of the speed-ups, benchmarks/results/speedups.png
+(matplotlib), and the raw pytest-benchmark JSON beside them (not committed).
 """
 from __future__ import annotations
 
@@ -25,8 +23,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 ROOT = os.path.dirname(HERE)
-# LLVM's name for the instruction-set level of each SIMD path (Numba's NUMBA_CPU_NAME).
-NUMBA_CPU = {"avx512": "x86-64-v4", "avx2": "x86-64-v3", "baseline": "x86-64"}
 
 
 def run_suite(quick: bool, out_json: str, **env_extra: str) -> None:
@@ -43,8 +39,7 @@ def run_other_paths(quick: bool, results: str) -> list[str]:
     out = []
     for path in _dense.SUPPORTED[1:]:
         f = os.path.join(results, f"{'quick' if quick else 'full'}-{path}.json")
-        run_suite(quick, f, TURBOMETRICS_SIMD=path, TURBOMETRICS_BENCH_ONLY="simd",
-                  NUMBA_CPU_NAME=NUMBA_CPU.get(path, "generic"))
+        run_suite(quick, f, TURBOMETRICS_SIMD=path, TURBOMETRICS_BENCH_ONLY="simd")
         out.append(f)
     return out
 
@@ -180,9 +175,9 @@ def report(data: dict) -> str:
         lines += [f"| {c} | {i['sync_s']:.3f} | {i['bytes_per_rank']:,} | {i['naive_s']:.3f} | "
                   f"{i['naive_bytes_per_rank']:,} |" for c, i in sync.items()]
     if first:
-        lines += ["", "| Numba kernel, first call in a fresh process | cold cache (s) | warm cache (s) |",
+        lines += ["", "| first call after import, fresh process | empty Numba cache (s) | warm cache (s) |",
                   "|---|---:|---:|"]
-        lines += [f"| {k} | {v['cold']:.3f} | {v['warm']:.3f} |" for k, v in first.items()]
+        lines += [f"| {k} | {v['cold']:.4f} | {v['warm']:.4f} |" for k, v in first.items()]
     return "\n".join(lines) + "\n"
 
 

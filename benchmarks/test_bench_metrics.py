@@ -57,10 +57,10 @@ def test_perplexity_extra_memory(benchmark, impl):
 
 
 @only_cases
-def test_numba_first_call(benchmark):
-    """First call of each Numba kernel in a fresh process, with an empty and with a warm cache."""
-    benchmark.group = "numba first call"
-    res = benchmark.pedantic(_bench.numba_first_call, rounds=1, iterations=1)
+def test_first_call(benchmark):
+    """First call of a few public functions in a fresh process, with an empty and with a warm Numba cache."""
+    benchmark.group = "first call"
+    res = benchmark.pedantic(_bench.first_call, rounds=1, iterations=1)
     benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})
 
 
