@@ -94,6 +94,17 @@ int main() {
             }
           }
         }
+        const int64_t t = rep == 3 && V > 2 ? 1 : target;  // rep 3: the target ties x[2]
+        for (int side = 0; side < 4; ++side) {
+          const int64_t want_r = paths[0]->rank[code](rows[code], V, t, side & 1, side & 2);
+          for (size_t p = 1; p < paths.size(); ++p) {
+            ++checked;
+            if (paths[p]->rank[code](rows[code], V, t, side & 1, side & 2) != want_r) {
+              ++bad;
+              std::printf("MISMATCH rank code %d V %lld side %d: %s\n", code, (long long)V, side, paths[p]->name);
+            }
+          }
+        }
       }
     }
   }
