@@ -110,11 +110,13 @@ def ref_ranks(x, targets, ties):
 
 
 def rank_rows_for(rng, v, dtype):
-    """30 rows of width v, few distinct values (ties everywhere), the target tied at both ends of its row,
-    and for floats NaN, +-inf and -0.0 (NaN and inf targets too) and rows of one value."""
+    """30 rows of width v, few distinct values (ties everywhere), the target tied at both ends of its row and
+    at the edges of the kernels' steps, and for floats NaN, +-inf and -0.0 (NaN and inf targets too) and rows
+    of one value."""
     x = rng.integers(0, 4, (30, v)).astype(np.float64)
     t = rng.integers(0, v, 30)
     t[:4], t[4:8] = 0, v - 1  # the target at either end, tied with the other end
+    t[14:26] = np.clip([7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, v - 2], 0, v - 1)  # about a step's edges
     x[:8, 0] = x[:8, -1] = x[:8, v // 2]
     x[8] = 2.0
     if np.dtype(dtype).kind in "fV":

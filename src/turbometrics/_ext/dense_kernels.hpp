@@ -468,9 +468,10 @@ TM_TOPK_ROW(topk_u64, LoadId<uint64_t>)
 
 // ---------------------------------------------------------------- rank of the target
 // rank = #{j: s_j ahead of s_t}, ahead being > on one side of t and >= on the other as the tie rule says.
-// One pass counts "greater" and "equal" over the whole row, with no index test (it runs at the speed of a
-// plain read); only a target that ties something else looks again, at one side of the row. NaN ranks
-// above every number and NaNs tie each other (as in top-k).
+// One pass counts "greater" and "equal" over the whole row with no index test (at the speed of a plain
+// read), in two parts split at the step holding t: the ties before t are the first part's and a few
+// elements more, so a tied target (most bf16 rows) needs no second look at the row. NaN ranks above every
+// number and NaNs tie each other (as in top-k).
 
 // Scores compared as they are (floats, integers).
 template <class T> struct RankId {
@@ -504,78 +505,88 @@ template <class M> static TM_INLINE M bump(M acc, M m) {
 #endif
 }
 
-// Over x[0, n): gt += elements ahead of key kt (> it, or NaN), eq += elements equal to it; NANT: kt is
-// NaN (nothing is ahead of it and every NaN ties it). Floats count v <= kt and take gt as the rest (one
-// compare, where !(v <= kt) cost a third operation on AVX2). Counted in lanes of the comparison's own width,
-// widened to int64 lanes before a lane can overflow (8-bit lanes every 127 steps), added up at the end.
-// RU registers a step: enough to hide the adds' latency, few enough to keep the accumulators in registers
-// (the pack's 8 on the baseline path spilled).
-constexpr int RU = U < 4 ? U : 4;
-template <class R, bool NANT>
-static TM_INLINE void rank_count(const typename R::S* x, int64_t n, typename R::K kt, int64_t& gt, int64_t& eq) {
-  using K = typename R::K; using KV = typename R::KV;
+// A step is one cache line (RU registers), the next prefetched 4 KB ahead into L2. Measured on an Intel Xeon,
+// one thread, (2048, 128256) f32, a plain read 65 ms (huge pages) / 72 ms (4 KB pages): 128-byte steps
+// ran at 65-90 ms on every path, line steps at 50-54 / 66-79 ms; a prefetch into L1 lost 20-40% on 4 KB pages.
+constexpr int RU = VB >= 64 ? 1 : 64 / VB;
+constexpr int RANK_AHEAD = 4096;
+
+// The counts of key kt in a row: g (floats: v <= kt, one compare where !(v <= kt) cost a third operation on
+// AVX2; integers and 16-bit keys: v > kt) and e (v == kt; NANT, kt NaN: v is NaN, and g is not kept), over
+// whole steps, in lanes of the comparison's own width widened to int64 lanes before one can overflow (8-bit
+// lanes every 127 steps).
+template <class R, bool NANT> struct RankCount {
+  using S = typename R::S; using K = typename R::K; using KV = typename R::KV;
   typedef K KVU __attribute__((vector_size(VB), aligned(alignof(K)), may_alias));
   using M = decltype(KV{} > KV{});
-  constexpr bool LE = std::is_floating_point_v<K>;
-  constexpr int PER = VB / (int)sizeof(K), LN = PER * RU;
+  static constexpr bool LE = std::is_floating_point_v<K>;
+  static constexpr int PER = VB / (int)sizeof(K), LN = PER * RU;
   typedef int64_t W __attribute__((vector_size(PER * 8)));
-  constexpr int64_t FLUSH = sizeof(K) == 1 ? 127 : sizeof(K) == 2 ? 32767 : int64_t(1) << 30;
-  const int64_t whole = n / LN * LN;
+  static constexpr int64_t FLUSH = sizeof(K) == 1 ? 127 : sizeof(K) == 2 ? 32767 : int64_t(1) << 30;
   W gw{}, ew{};
-  int64_t i = 0;
-  while (i < whole) {
-    const int64_t end = std::min(whole, i + FLUSH * LN);
-    M g[RU] = {}, e[RU] = {};
-    for (; i < end; i += LN)
-      for (int q = 0; q < RU; ++q) {
-        const KV v = R::keys(*reinterpret_cast<const KVU*>(x + i + q * PER));
-        if constexpr (NANT) {
-          e[q] = bump(e[q], v != v);
-        } else {
-          g[q] = bump(g[q], LE ? v <= kt : v > kt);
-          e[q] = bump(e[q], v == kt);
+
+  // Elements [i, end) of x, both multiples of LN.
+  TM_INLINE void steps(const S* x, int64_t i, int64_t end, K kt) {
+    while (i < end) {
+      const int64_t stop = std::min(end, i + FLUSH * LN);
+      M g[RU] = {}, e[RU] = {};
+      for (; i < stop; i += LN) {
+        for (int c = 0; c < LN * (int)sizeof(K); c += 64)  // past the row's end too: prefetches never fault
+          __builtin_prefetch(reinterpret_cast<const char*>(x + i) + RANK_AHEAD + c, 0, 2);
+        for (int q = 0; q < RU; ++q) {
+          const KV v = R::keys(*reinterpret_cast<const KVU*>(x + i + q * PER));
+          if constexpr (NANT) {
+            e[q] = bump(e[q], v != v);
+          } else {
+            g[q] = bump(g[q], LE ? v <= kt : v > kt);
+            e[q] = bump(e[q], v == kt);
+          }
         }
       }
-    for (int q = 0; q < RU; ++q) {
-      gw += __builtin_convertvector(g[q], W);
-      ew += __builtin_convertvector(e[q], W);
+      for (int q = 0; q < RU; ++q) {
+        if constexpr (!NANT) gw += __builtin_convertvector(g[q], W);
+        ew += __builtin_convertvector(e[q], W);
+      }
     }
   }
-  int64_t a[PER], b[PER], gs = 0, es = 0;
-  std::memcpy(a, &gw, sizeof a);
-  std::memcpy(b, &ew, sizeof b);
-  for (int l = 0; l < PER; ++l) {
-    gs += a[l];
-    es += b[l];
+  static TM_INLINE int64_t total(const W& w) {
+    int64_t a[PER], s = 0;
+    std::memcpy(a, &w, sizeof a);
+    for (int l = 0; l < PER; ++l) s += a[l];
+    return s;
   }
-  eq += es;
-  if constexpr (!NANT) gt += LE ? whole - gs : gs;
-  for (; i < n; ++i) {
-    const K v = R::key(x[i]);
-    if constexpr (NANT) eq += v != v;
-    else {
-      gt += !(v <= kt);
-      eq += v == kt;
-    }
+  static TM_INLINE bool tie(K v, K kt) { return NANT ? v != v : v == kt; }
+};
+
+template <class R, bool NANT>
+static TM_INLINE int64_t row_rank_of(const typename R::S* x, int64_t V, int64_t t, typename R::K kt, bool before_ge,
+                                     bool after_ge) {
+  using C = RankCount<R, NANT>;
+  C c;
+  const int64_t whole = V / C::LN * C::LN, a = t / C::LN * C::LN;  // a <= t, and a == whole when t is past it
+  c.steps(x, 0, a, kt);
+  const typename C::W before = c.ew;
+  c.steps(x, a, whole, kt);
+  int64_t gt = NANT ? 0 : C::LE ? whole - C::total(c.gw) : C::total(c.gw), eq = C::total(c.ew);
+  for (int64_t i = whole; i < V; ++i) {
+    const typename R::K v = R::key(x[i]);
+    if constexpr (!NANT) gt += !(v <= kt);
+    eq += C::tie(v, kt);
   }
+  if (eq == 1 || !(before_ge || after_ge)) return gt;  // the target ties only itself, or ties never count
+  if (before_ge && after_ge) return gt + eq - 1;
+  int64_t eq_before = C::total(before);
+  for (int64_t i = a; i < t; ++i) eq_before += C::tie(R::key(x[i]), kt);
+  return gt + (before_ge ? eq_before : eq - 1 - eq_before);
 }
 
 template <class R>
 static TM_INLINE int64_t row_rank(const char* row, int64_t V, int64_t t, bool before_ge, bool after_ge) {
   const typename R::S* x = reinterpret_cast<const typename R::S*>(row);
   const typename R::K kt = R::key(x[t]);
-  auto count = [&](const typename R::S* p, int64_t n, int64_t& gt, int64_t& eq) {
-    if (kt != kt) rank_count<R, std::is_floating_point_v<typename R::K>>(p, n, kt, gt, eq);
-    else rank_count<R, false>(p, n, kt, gt, eq);
-  };
-  int64_t gt = 0, eq = 0;
-  count(x, V, gt, eq);
-  if (eq == 1 || !(before_ge || after_ge)) return gt;  // the target ties only itself, or ties never count
-  if (before_ge && after_ge) return gt + eq - 1;
-  int64_t g2 = 0, side = 0;  // the ties on the counted side
-  if (after_ge) count(x + t + 1, V - t - 1, g2, side);
-  else count(x, t, g2, side);
-  return gt + side;
+  if constexpr (std::is_floating_point_v<typename R::K>)
+    if (kt != kt) return row_rank_of<R, true>(x, V, t, kt, before_ge, after_ge);
+  return row_rank_of<R, false>(x, V, t, kt, before_ge, after_ge);
 }
 
 #define TM_RANK_ROW(NAME, R) \
