@@ -175,9 +175,9 @@ def report(data: dict) -> str:
         lines += [f"| {c} | {i['sync_s']:.3f} | {i['bytes_per_rank']:,} | {i['naive_s']:.3f} | "
                   f"{i['naive_bytes_per_rank']:,} |" for c, i in sync.items()]
     if first:
-        lines += ["", "| first call after import, fresh process | empty Numba cache (s) | warm cache (s) |",
+        lines += ["", "| call made first after import, fresh process | first (s) | second (s) |",
                   "|---|---:|---:|"]
-        lines += [f"| {k} | {v['cold']:.4f} | {v['warm']:.4f} |" for k, v in first.items()]
+        lines += [f"| {k} | {v['first']:.4f} | {v['second']:.4f} |" for k, v in first.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -58,7 +58,7 @@ def test_perplexity_extra_memory(benchmark, impl):
 
 @only_cases
 def test_first_call(benchmark):
-    """First call of a few public functions in a fresh process, with an empty and with a warm Numba cache."""
+    """First call of a few public functions in a fresh process, and the same call again."""
     benchmark.group = "first call"
     res = benchmark.pedantic(_bench.first_call, rounds=1, iterations=1)
     benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})

@@ -14,7 +14,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -845,8 +844,8 @@ t2 = time.perf_counter(); {call}; t3 = time.perf_counter(); {call}; t4 = time.pe
 print(json.dumps({{"import": t1 - t0, "first": t3 - t2, "second": t4 - t3}}))
 """
 
-# Public calls whose first call in a process once paid Numba's JIT or cache load (the rank count, now C++),
-# or still may (the resampling sums): label -> (dtype of x, the call).
+# Public calls whose first call in a process once paid Numba's JIT or cache load (the rank count and the
+# resampling sums, both C++ now): label -> (dtype of x, the call).
 FIRST_CALLS = {"topk_accuracy (64, 1000) float32": ("float32", "tm.topk_accuracy(x, t, k=5)"),
                "topk_accuracy (64, 1000) float16": ("float16", "tm.topk_accuracy(x, t, k=5)"),
                "bootstrap_ci of TopKAccuracy, 64 rows": (
@@ -854,16 +853,14 @@ FIRST_CALLS = {"topk_accuracy (64, 1000) float32": ("float32", "tm.topk_accuracy
 
 
 def first_call() -> dict[str, dict[str, float]]:
-    """Seconds of each call in ``FIRST_CALLS`` made first in a fresh process (after ``import turbometrics``),
-    with an empty Numba cache (cold) and with the cache that run left (warm)."""
+    """Seconds of each call in ``FIRST_CALLS`` made first in a fresh process (after ``import turbometrics``:
+    the call loads its modules) and of the same call made again."""
     res = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        for label, (dtype, call) in FIRST_CALLS.items():
-            for state in ("cold", "warm"):
-                out = subprocess.run([sys.executable, "-c", _FIRST_CALL.format(dtype=dtype, call=call)], env=env,
-                                     capture_output=True, text=True, check=True)
-                res.setdefault(label, {})[state] = json.loads(out.stdout.strip().splitlines()[-1])["first"]
+    for label, (dtype, call) in FIRST_CALLS.items():
+        out = subprocess.run([sys.executable, "-c", _FIRST_CALL.format(dtype=dtype, call=call)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        res[label] = {"first": r["first"], "second": r["second"]}
     return res
 
 

@@ -315,8 +315,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--full", action="store_true", help="the issue-sized inputs (several GB, minutes)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs per implementation (best is kept)")
     bench.add_argument("--first-call", action="store_true",
-                       help="also time a few calls made first in a fresh process, with an empty and a warm "
-                            "Numba cache")
+                       help="also time a few calls made first in a fresh process (and made again)")
     bench.add_argument("--json", metavar="PATH", default=None,
                        help="also write every row, and the machine (show_config's fields), as JSON to PATH")
     return parser
@@ -338,9 +337,9 @@ def _run(args, parser) -> str | None:
         if args.json:
             _bench.write_json(args.json, rows, not args.full, args.repeat)
         if args.first_call:
-            print("\nFirst call after import, fresh process (seconds; empty / warm Numba cache)")
+            print("\nFirst call after import, fresh process (seconds)")
             for name, t in _bench.first_call().items():
-                print(f"  {name:<40} cold {t['cold']:.4f}   warm cache {t['warm']:.4f}")
+                print(f"  {name:<40} first {t['first']:.4f}   second {t['second']:.4f}")
         return None
     if getattr(args, "width", 0) < 0:
         parser.error("--width must be >= 0")

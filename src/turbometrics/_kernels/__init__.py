@@ -1,8 +1,8 @@
-"""Numba CPU kernels (@njit, cache=True).
+"""numba.cuda kernels (cuda.py); the CPU kernels are C++ (_ext/).
 
-Importing this package makes sure Numba has somewhere to write its cache:
-with a read-only install and a read-only HOME, numba would otherwise fail at
-import time ("no locator available").
+Importing this package makes sure Numba has somewhere to write a cache: with a
+read-only install and a read-only HOME, a kernel with cache=True would
+otherwise fail to compile ("no locator available").
 """
 import os
 import tempfile
