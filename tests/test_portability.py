@@ -153,6 +153,7 @@ CHECK = textwrap.dedent("""
     got["chrf"] = np.array(tm.corpus_chrf(hyps, [refs], word_order=2, num_threads=2).score)
     got["rouge"] = tm.rouge(hyps, refs, num_threads=2)["rougeLsum"].fmeasure
     got["topk"] = tm.topk(out["x"], 5, num_threads=2)[1]
+    got["rank"] = tm.target_rank(out["x"].astype(np.float16), out["t"], num_threads=2)
     from turbometrics import resampling
     got["resample_sums"] = resampling._sums(resampling._columns(out["x"][:, :300]), out["counts"], 2)
     rows = np.ascontiguousarray(out["x"][:, :3], np.float64)
@@ -181,6 +182,7 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     want["chrf"] = np.array(tm.corpus_chrf(hyps, [refs], word_order=2).score)
     want["rouge"] = tm.rouge(hyps, refs)["rougeLsum"].fmeasure
     want["topk"] = tm.topk(x, 5)[1]
+    want["rank"] = tm.target_rank(x.astype(np.float16), t)  # float16: ties to count
     want["counts"] = rng.integers(0, 3, (50, 64)).astype(np.int32)
     want["key"] = np.random.RandomState(4).get_state()[1]
     want["resample_sums"] = resampling._sums(resampling._columns(x[:, :300]), want["counts"], 2)
@@ -200,6 +202,6 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
         assert after > before, "the std::thread pool started no worker thread"
     run_fork_check(FORK_WAYS, env)  # forked children there too (fork_check.py runs that build: PYTHONPATH)
     BUILD_REPORT.append(f"build without OpenMP (TURBOMETRICS_OPENMP=0): std::thread pool, {after - before} worker "
-                        "thread(s) started; NLL, top-k, BLEU, chrF++, ROUGE, resampling bits equal this build's; "
-                        "forked children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return its "
-                        "numbers")
+                        "thread(s) started; NLL, top-k, ranks, BLEU, chrF++, ROUGE, resampling bits equal this "
+                        "build's; forked children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return "
+                        "its numbers")
