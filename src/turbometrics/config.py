@@ -47,11 +47,26 @@ def _numba() -> dict[str, Any]:
         return {"installed": False}
 
 
+def _has_cuda_driver() -> bool:
+    """NVIDIA's driver library loads: without it numba.cuda (~0.5 s to import) could only say no."""
+    import ctypes
+
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
+
+
 def _gpu() -> dict[str, Any]:
     import importlib.util
 
     if importlib.util.find_spec("numba_cuda") is None:
         return {"usable": False, "why": 'numba-cuda is not installed (pip install "turbometrics[cuda]")'}
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") != "1" and not _has_cuda_driver():
+        return {"usable": False, "why": "no NVIDIA driver (libcuda) on this machine"}
     import numba
     from numba import cuda
 
