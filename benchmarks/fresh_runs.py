@@ -3,8 +3,10 @@
     python benchmarks/fresh_runs.py lm-eval-bootstrap METRIC ITERS DATA_DIR [patched]
     python benchmarks/fresh_runs.py evaluate-rouge N DATA_DIR [patched]
 
-Prints one JSON line: the seconds from the process's start (the imports included) and the result.
-test_bench_fresh_runs.py times both ways in one run and checks that the results are equal.
+Prints one JSON line: ``seconds`` from the process's start (every import included), ``call`` the
+seconds of the evaluation itself once the harness's libraries are imported (the metric's first call in
+this process: what a cold start costs on top of the imports, which are the same both ways), and the
+result. test_bench_fresh_runs.py times both ways in one run and checks that the results are equal.
 
 - ``lm-eval-bootstrap``: lm-evaluation-harness's aggregation of a translation task, as its evaluator
   does it: the corpus metric over all items (``lm_eval.api.metrics.bleu``/``chrf``/``ter``), then its
@@ -41,9 +43,10 @@ def lm_eval_bootstrap(metric: str, iters: int, data_dir: str) -> dict:
     hyps = _lines(os.path.join(d, sorted(p for p in os.listdir(d) if p.endswith(".hyp.de"))[0]))
     items = list(zip(refs, hyps))
     agg = {"bleu": M.bleu, "chrf": M.chrf, "ter": M.ter}[metric]
+    t = time.perf_counter()
     score = agg(items)
     stderr = M.stderr_for_metric(agg, bootstrap_iters=iters)(items)
-    return {"score": score, "stderr": stderr}
+    return {"score": score, "stderr": stderr}, time.perf_counter() - t
 
 
 def evaluate_rouge(n: int, data_dir: str) -> dict:
@@ -72,7 +75,9 @@ def evaluate_rouge(n: int, data_dir: str) -> dict:
     import numpy as np
 
     np.random.seed(0)  # BootstrapAggregator draws from NumPy's global RandomState: the same draws both ways
-    return Rouge().compute(predictions=pred_lines, references=ref_lines)
+    t = time.perf_counter()
+    result = Rouge().compute(predictions=pred_lines, references=ref_lines)
+    return result, time.perf_counter() - t
 
 
 def main(argv: list[str]) -> None:
@@ -83,12 +88,12 @@ def main(argv: list[str]) -> None:
 
         tm.patch()
     if args[0] == "lm-eval-bootstrap":
-        result = lm_eval_bootstrap(args[1], int(args[2]), args[3])
+        result, call = lm_eval_bootstrap(args[1], int(args[2]), args[3])
     elif args[0] == "evaluate-rouge":
-        result = evaluate_rouge(int(args[1]), args[2])
+        result, call = evaluate_rouge(int(args[1]), args[2])
     else:
         raise SystemExit(f"unknown run {args[0]!r}")
-    print(json.dumps({"seconds": time.perf_counter() - T0, "result": result}))
+    print(json.dumps({"seconds": time.perf_counter() - T0, "call": call, "result": result}))
 
 
 if __name__ == "__main__":

@@ -88,9 +88,13 @@ def _busy_fork() -> list[bytes]:
     """Fork while a second thread of the parent loops over a multi-threaded kernel call."""
     stop = threading.Event()
 
-    def spin() -> None:
+    def spin() -> None:  # a kernel, and metric folds that hold the metrics' state lock
+        acc = tm.metrics.BLEU()
         while not stop.is_set():
             tm.corpus_chrf(HYPS, [REFS], num_threads=THREADS)
+            for i in range(0, 3000, 100):
+                acc.update(HYPS[i:i + 100], [REFS[i:i + 100]])
+                acc.compute()
 
     th = threading.Thread(target=spin, daemon=True)
     th.start()
@@ -106,6 +110,9 @@ def _busy_fork() -> list[bytes]:
 
 
 def main(ways: list[str]) -> None:
+    from turbometrics._ext import _dense
+
+    print("THREADING", _dense.THREADING, flush=True)  # the build under test (test_portability checks it)
     want = work()  # the parent's numbers, from its own thread team
     assert work() == want, "the parent's numbers differ between two runs"
     ctx = multiprocessing.get_context("fork")

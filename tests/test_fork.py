@@ -5,6 +5,8 @@ test instead of stalling the run (the bug: GNU libgomp's team does not survive f
 parallel call waited forever). The build without OpenMP runs the same script in test_portability.py; a
 child that asks for the GPU after its parent used it is tests/gpu's (under the CUDA simulator).
 """
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +18,18 @@ WAYS = ["os.fork", "pool", "executor", "dataloader", "busy"]
 
 
 def run_fork_check(ways: list[str], env: dict | None = None, timeout: float = 240) -> str:
-    """fork_check.py's output; fails on a non-zero exit or a hang (no OK line within ``timeout``)."""
+    """fork_check.py's output; fails on a non-zero exit or a hang (not done within ``timeout`` a way)."""
+    timeout *= len(ways)
+    # its own session, so that a hang's forked grandchildren are killed with it
+    p = subprocess.Popen([sys.executable, str(HERE / "fork_check.py"), *ways], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=HERE, env=env, start_new_session=True)
     try:
-        r = subprocess.run([sys.executable, str(HERE / "fork_check.py"), *ways], capture_output=True, text=True,
-                           timeout=timeout, cwd=HERE, env=env)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"forked children did not finish in {timeout} s (a hang): {e.stdout!r}")
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"forked children did not finish in {timeout} s (a hang): {out[-2000:]!r}")
+    r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for way in ways:
         assert f"OK {way}" in r.stdout, r.stdout

@@ -6,7 +6,8 @@
 Each function runs in its own fresh Python process: ``import turbometrics`` (timed), inputs built from a
 file this script writes (not timed: the user's data), then the first call and the second call (timed).
 "cold" is an empty Numba cache (a new NUMBA_CACHE_DIR) and the OS's file cache as it is; "warm" runs the
-same process again with that cache. Inputs are the benchmark's quick sizes (``turbometrics bench
+same process again with that cache. (No CPU kernel is compiled at run time any more, so the two agree;
+the pair stays to show it, and for the GPU kernels, which numba.cuda compiles.) Inputs are the benchmark's quick sizes (``turbometrics bench
 --quick``). The table goes to docs/performance.md ("First calls").
 """
 from __future__ import annotations

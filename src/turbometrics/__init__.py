@@ -4,26 +4,39 @@ Same numbers as the reference implementations (scikit-learn, PyTorch,
 torchmetrics, sacrebleu, rouge-score), many times faster. The README and
 docs/ say which oracle each metric reproduces.
 
-``import turbometrics`` loads only this module and the patch layer's entry
-points; each public name loads its module (and the compiled kernels) on
-first use, so a process pays only for what it calls (docs/performance.md,
+``import turbometrics`` loads only this module; each public name loads its
+module (and the compiled kernels) on first use, so a process pays only for what it calls (docs/performance.md,
 "First calls").
 """
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-# The patch functions are bound here, not lazily: ``python -m turbometrics.patch`` imports the
-# subpackage first, which would otherwise leave the name ``patch`` bound to the module.
-from .patch import is_patched, patch, unpatch
-
 __version__ = "0.1.0"
+
+# Functions named after the module that holds them. After loading a submodule the import system binds
+# it on this package (setattr), which would hide the function: `import turbometrics.lm_perplexity` or
+# `python -m turbometrics.patch` left tm.lm_perplexity / tm.patch a module. The package keeps the function.
+_FUNCTION_MODULES = ("lm_perplexity", "patch")
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FUNCTION_MODULES and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 # public name -> the module that defines it
 _LAZY = {
     **dict.fromkeys(["metrics", "dask", "distributed"], ""),  # modules themselves
     "show_config": "config",
+    **dict.fromkeys(["is_patched", "patch", "unpatch"], "patch"),
     **dict.fromkeys(["mean_reciprocal_rank", "target_rank", "topk", "topk_accuracy"], "classification"),
     **dict.fromkeys(["ConfidenceInterval", "PairedTestResult", "bootstrap_ci", "paired_test"], "resampling"),
     **dict.fromkeys(["CVResult", "GroupKFold", "KFold", "RepeatedKFold", "StratifiedKFold", "cross_validate"],
@@ -70,6 +83,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
                                  token_nll)
     from .lm_head import perplexity_from_hidden, token_nll_from_hidden
     from .lm_perplexity import lm_perplexity
+    from .patch import is_patched, patch, unpatch
     from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
     from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
     from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length,

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import threading
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import numpy as np
+
+from ._locks import ForkSafeLock
 
 __all__ = ["Metric", "Plan", "Signature"]
 
@@ -26,7 +27,7 @@ __all__ = ["Metric", "Plan", "Signature"]
 # give (``ExactSum`` bins are added in place with the GIL released: two folds at once lost updates),
 # and a read never sees half a fold. One lock for all objects keeps metrics picklable and copyable
 # as plain attributes.
-_STATE_LOCK = threading.RLock()
+_STATE_LOCK = ForkSafeLock(reentrant=True)
 
 
 def _locked(method: Callable) -> Callable:

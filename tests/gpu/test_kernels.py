@@ -369,6 +369,9 @@ def test_a_child_forked_after_gpu_use_gets_a_clear_error(rng):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        import signal
+
+        signal.alarm(120)  # a hang ends the child, and the parent's read with it
         msg = b"no error"
         try:
             try:

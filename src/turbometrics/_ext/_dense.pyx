@@ -15,7 +15,7 @@ import numpy as np
 from cpython.buffer cimport PyBUF_STRIDES, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport fabs, isfinite, ldexp
 from libcpp.vector cimport vector
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 cdef extern from "pyglue.hpp" namespace "tmp":
     void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
@@ -475,6 +475,7 @@ cdef int64_t _mt_pos(uint32_t[::1] key, int64_t pos) except -1:
 def legacy_randint(uint32_t[::1] key, int64_t pos, uint64_t rng, int64_t[::1] out):
     """Fill ``out`` with NumPy's legacy ``randint(0, rng + 1)`` draws (int64, masked rejection) from the
     MT19937 state (``key``, ``pos``), ``rng < 2**63``; ``key`` advances in place. Returns the new position."""
+    active_path()
     _mt_pos(key, pos)
     if rng >> 63:
         raise ValueError("legacy_randint: rng must be below 2**63")
@@ -489,6 +490,7 @@ def legacy_ordered_means(const double[:, ::1] rows, const int64_t[:, ::1] idx, i
     """(S, m): ``np.mean(rows[idx[s]], axis=0)`` for each row s of ``idx`` (S, k), k >= 1, in NumPy's
     summation order, bit for bit (resample.hpp). An index outside [0, n) is a ValueError (the kernel checks
     each resample's indices before it reads them)."""
+    active_path()
     cdef int64_t n = rows.shape[0], m = rows.shape[1], S = idx.shape[0], k = idx.shape[1]
     if k < 1:
         raise ValueError("legacy_ordered_means: idx has no columns (the mean of no rows)")
@@ -506,10 +508,14 @@ def legacy_bootstrap_means(uint32_t[::1] key, int64_t pos, const double[:, ::1] 
     """rouge-score's resample means from the MT19937 state (``key``, ``pos``): (out (S, m), new position),
     ``out[s] = np.mean(rows[randint(0, n, size=n)], axis=0)`` bit for bit, the indices drawn ``per``
     resamples at a time; ``key`` advances in place (resample.hpp)."""
+    active_path()
     _mt_pos(key, pos)
     cdef int64_t n = rows.shape[0], m = rows.shape[1]
     if n < 1 or S < 0 or per < 1:
         raise ValueError("legacy_bootstrap_means: need n >= 1 rows, S >= 0 and per >= 1")
+    per = min(per, max(S, 1))  # the kernel sizes its index buffer per * n
+    if per > INT64_MAX // n:
+        raise ValueError("legacy_bootstrap_means: per * n rows of indices overflow int64")
     out = np.empty((S, m), np.float64)
     cdef double[:, ::1] o = out
     if S:

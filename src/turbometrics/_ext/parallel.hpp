@@ -270,7 +270,8 @@ inline void fork_child() {
   tl_in_run = false;
   g_forked.store(true);
 }
-// Registered when the extension module is loaded (each module has its own copy of this header's state).
+// Registered when an extension module is loaded (GCC makes these inline variables one per process,
+// shared by _dense and _text; where a linker keeps one per module, each copy has its own handlers).
 inline const bool g_atfork = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 #endif
 

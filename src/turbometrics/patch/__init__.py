@@ -53,6 +53,8 @@ import types
 import warnings
 from typing import Any, Callable, Iterable
 
+from .._locks import ForkSafeLock
+
 __all__ = ["patch", "unpatch", "is_patched", "calls", "PatchFallbackError", "LIBRARIES"]
 
 log = logging.getLogger("turbometrics.patch")
@@ -73,7 +75,7 @@ class Fallback(Exception):
 
 # --- bookkeeping: every change made, so that unpatch() restores each original object -----------------
 
-_lock = threading.RLock()
+_lock = ForkSafeLock(reentrant=True)
 _active: set[str] = set()          # libraries asked for
 _applied: dict[str, list] = {}     # module name -> undo actions (callables), for modules already patched
 _verbose_handler: logging.Handler | None = None

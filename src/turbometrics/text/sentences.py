@@ -12,13 +12,13 @@ the running interpreter as nltk's do. (nltk before 3.10 compiled with ``re``, wh
 from __future__ import annotations
 
 import functools
-import threading
 
 from .._ext import _text
+from .._locks import ForkSafeLock
 
 _SPACE, _WORD, _DECIMAL, _UPPER, _LOWER, _CASED, _IGNORABLE, _PY_SPACE = 1, 2, 4, 8, 16, 32, 64, 128
 _SIGMA = "\u03a3"
-_lock = threading.Lock()  # describing new characters mutates the table the kernel reads
+_lock = ForkSafeLock()  # describing new characters mutates the table the kernel reads
 
 
 def _flags(ch: str, rx) -> int:
