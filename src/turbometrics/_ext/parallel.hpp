@@ -300,12 +300,9 @@ static inline void pool_for(int64_t n, int64_t chunk, int t, Init& init, Body& b
 #ifdef _OPENMP
 constexpr const char* BACKEND = "OpenMP";
 
+// The loop as one OpenMP team of t threads (this process has not forked: its team is alive).
 template <class Init, class Body>
-static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
-                                const char* noun = "item") {
-  if (n <= 0) return;
-  const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
-  if (g_forked.load(std::memory_order_relaxed)) return pool_for(n, chunk, t, init, body, noun);
+static inline void omp_for(int64_t n, int64_t chunk, int t, Init& init, Body& body, const char* noun) {
   Call call;
   std::atomic<int> finished{0};
   const bool caller = tl_caller;
@@ -322,19 +319,21 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
 }
 
 static inline int max_threads() { return omp_get_max_threads(); }
-
 #else
 constexpr const char* BACKEND = "std::thread pool";
+
+static inline int max_threads() { return (int)std::max(1u, std::thread::hardware_concurrency()); }
+#endif
 
 template <class Init, class Body>
 static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
                                 const char* noun = "item") {
   if (n <= 0) return;
   const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
+#ifdef _OPENMP
+  if (!g_forked.load(std::memory_order_relaxed)) return omp_for(n, chunk, t, init, body, noun);
+#endif
   pool_for(n, chunk, t, init, body, noun);
 }
-
-static inline int max_threads() { return (int)std::max(1u, std::thread::hardware_concurrency()); }
-#endif
 
 }  // namespace tmp
