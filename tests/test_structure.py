@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import turbometrics
@@ -79,3 +80,15 @@ def test_slow_twins_import_nothing_from_the_package():
 def test_only_benchmarks_and_the_bench_command_import_slow():
     users = {name for name, deps in GRAPH.items() if any(d.startswith(f"{PKG}.slow") for d in deps)}
     assert users - {f"{PKG}.slow"} <= {f"{PKG}._bench"}, users
+
+
+def test_public_api_is_the_snapshot():
+    """Every public name, parameter and default as in tests/api_snapshot.txt (tools/api_snapshot.py writes it)."""
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "tools"))
+    try:
+        import api_snapshot
+    finally:
+        sys.path.pop(0)
+    expected = (repo / "tests" / "api_snapshot.txt").read_text()
+    assert api_snapshot.snapshot() == expected, "public API changed: if on purpose, rerun tools/api_snapshot.py"
