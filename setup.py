@@ -1,4 +1,5 @@
 """Build the Cython/C++ extensions; all metadata lives in pyproject.toml."""
+
 import os
 import shutil
 import subprocess
@@ -31,12 +32,16 @@ class BuildExt(build_ext):
             if not self.compiler.initialized:
                 self.compiler.initialize()
             # Visual Studio's own clang-cl first (it matches its C++ library), then one on PATH
-            clang_cl = (os.environ.get("TURBOMETRICS_CLANG_CL") or
-                        shutil.which("clang-cl", path=getattr(self.compiler, "_paths", None)) or
-                        shutil.which("clang-cl"))
+            clang_cl = (
+                os.environ.get("TURBOMETRICS_CLANG_CL")
+                or shutil.which("clang-cl", path=getattr(self.compiler, "_paths", None))
+                or shutil.which("clang-cl")
+            )
             if not clang_cl:
-                raise RuntimeError("turbometrics builds on Windows with clang-cl (Visual Studio's 'C++ Clang tools' "
-                                   "component, or LLVM): put it on PATH or name it in TURBOMETRICS_CLANG_CL")
+                raise RuntimeError(
+                    "turbometrics builds on Windows with clang-cl (Visual Studio's 'C++ Clang tools' "
+                    "component, or LLVM): put it on PATH or name it in TURBOMETRICS_CLANG_CL"
+                )
             self.compiler.cc = clang_cl
             self.compiler.compile_options = [o for o in self.compiler.compile_options if o != "/GL"]  # MSVC's LTCG
             # MSVC's and the SDK's headers as system headers (/imsvc), searched after clang's own: as /I they
@@ -76,8 +81,14 @@ extensions = [
         ["src/turbometrics/_ext/_dense.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/dense.hpp", "src/turbometrics/_ext/cpu.hpp", "src/turbometrics/_ext/dense_kernels.hpp",
-                 "src/turbometrics/_ext/resample.hpp", "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
+        depends=[
+            "src/turbometrics/_ext/dense.hpp",
+            "src/turbometrics/_ext/cpu.hpp",
+            "src/turbometrics/_ext/dense_kernels.hpp",
+            "src/turbometrics/_ext/resample.hpp",
+            "src/turbometrics/_ext/parallel.hpp",
+            "src/turbometrics/_ext/pyglue.hpp",
+        ],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
     ),
@@ -86,10 +97,18 @@ extensions = [
         ["src/turbometrics/_ext/_text.pyx"],
         language="c++",
         include_dirs=["src/turbometrics/_ext"],
-        depends=["src/turbometrics/_ext/text.hpp", "src/turbometrics/_ext/cpu.hpp", "src/turbometrics/_ext/unicode_tables.hpp",
-                 "src/turbometrics/_ext/rouge.hpp", "src/turbometrics/_ext/porter.hpp",
-                 "src/turbometrics/_ext/ter.hpp", "src/turbometrics/_ext/punkt.hpp", "src/turbometrics/_ext/pairwise.hpp",
-                 "src/turbometrics/_ext/parallel.hpp", "src/turbometrics/_ext/pyglue.hpp"],
+        depends=[
+            "src/turbometrics/_ext/text.hpp",
+            "src/turbometrics/_ext/cpu.hpp",
+            "src/turbometrics/_ext/unicode_tables.hpp",
+            "src/turbometrics/_ext/rouge.hpp",
+            "src/turbometrics/_ext/porter.hpp",
+            "src/turbometrics/_ext/ter.hpp",
+            "src/turbometrics/_ext/punkt.hpp",
+            "src/turbometrics/_ext/pairwise.hpp",
+            "src/turbometrics/_ext/parallel.hpp",
+            "src/turbometrics/_ext/pyglue.hpp",
+        ],
         extra_compile_args=OPT + TEXT_OPT + omp,
         extra_link_args=omp,
     ),
@@ -100,7 +119,8 @@ setup(
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
     ext_modules=cythonize(
         extensions,
-        compiler_directives=dict(language_level=3, boundscheck=False, wraparound=False,
-                                 cdivision=True, initializedcheck=False),
+        compiler_directives=dict(
+            language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+        ),
     ),
 )

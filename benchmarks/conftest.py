@@ -3,6 +3,7 @@
 TURBOMETRICS_BENCH=quick selects the small inputs of `turbometrics bench --quick`;
 the default is the issue-sized inputs.
 """
+
 import os
 from pathlib import Path
 

@@ -13,11 +13,13 @@ result. test_bench_fresh_runs.py times both ways in one run and checks that the 
   standard error by ``bootstrap_stderr`` (a ``multiprocessing`` Pool, forked on Linux, scoring ITERS
   resamples). Items are (reference, hypothesis) pairs of one WMT17 system.
 - ``evaluate-rouge``: Hugging Face evaluate's ``rouge`` metric with its defaults (rouge1, rouge2, rougeL,
-  rougeLsum; ``BootstrapAggregator``; mid F-measures) on N summary pairs (the 337 English summaries, repeated). The metric script lives on the
-  Hub (``evaluate.load("rouge")`` downloads it), which these machines cannot reach, so an
-  ``evaluate.Metric`` here makes the calls its ``_compute`` makes (``RougeScorer.score`` per pair into a
-  ``BootstrapAggregator``, then ``aggregate()``), through ``Metric.compute`` as a user's call goes.
+  rougeLsum; ``BootstrapAggregator``; mid F-measures) on N summary pairs (the 337 English summaries,
+  repeated). The metric script lives on the Hub (``evaluate.load("rouge")`` downloads it), which these
+  machines cannot reach, so an ``evaluate.Metric`` here makes the calls its ``_compute`` makes
+  (``RougeScorer.score`` per pair into a ``BootstrapAggregator``, then ``aggregate()``), through
+  ``Metric.compute`` as a user's call goes.
 """
+
 from __future__ import annotations
 
 import time
@@ -56,9 +58,14 @@ def evaluate_rouge(n: int, data_dir: str) -> dict:
 
     class Rouge(evaluate.Metric):
         def _info(self):
-            return evaluate.MetricInfo(description="rouge", citation="", inputs_description="",
-                                       features=datasets.Features({"predictions": datasets.Value("string"),
-                                                                   "references": datasets.Value("string")}))
+            return evaluate.MetricInfo(
+                description="rouge",
+                citation="",
+                inputs_description="",
+                features=datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
+            )
 
         def _compute(self, predictions, references):
             scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)

@@ -10,6 +10,7 @@ The dense cases run once per SIMD path this CPU supports (TURBOMETRICS_SIMD). Wr
 benchmarks/results/report.md, a chart of the speed-ups, benchmarks/results/speedups.png
 (matplotlib), and the raw pytest-benchmark JSON beside them (not committed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,17 @@ ROOT = os.path.dirname(HERE)
 
 def run_suite(quick: bool, out_json: str, **env_extra: str) -> None:
     env = dict(os.environ, TURBOMETRICS_BENCH="quick" if quick else "full", **env_extra)
-    cmd = [sys.executable, "-m", "pytest", HERE, "--benchmark-only", f"--benchmark-json={out_json}", "-q",
-           "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        HERE,
+        "--benchmark-only",
+        f"--benchmark-json={out_json}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
     subprocess.run(cmd, env=env, check=True, cwd=HERE)
 
 
@@ -57,17 +67,25 @@ def run_without_openmp(quick: bool, results: str) -> str:
     if r.returncode:
         sys.exit(f"the build without OpenMP failed:\n{r.stderr[-4000:]}")
     f = os.path.join(results, f"{'quick' if quick else 'full'}-no-openmp.json")
-    run_suite(quick, f, PYTHONPATH=os.path.join(tree, "src"), TURBOMETRICS_BENCH_ONLY="threads",
-              NUMBA_CACHE_DIR=os.path.join(tree, "numba-cache"))
+    run_suite(
+        quick,
+        f,
+        PYTHONPATH=os.path.join(tree, "src"),
+        TURBOMETRICS_BENCH_ONLY="threads",
+        NUMBA_CACHE_DIR=os.path.join(tree, "numba-cache"),
+    )
     shutil.rmtree(tree, ignore_errors=True)
     return f
 
 
-ROLE_COLORS = {"oracle": "#1f77b4", "torch": "#ee4c2c", "baseline": "#9467bd", "slow": "#7f7f7f",
-               "variant": "#2ca02c"}
-ROLE_LABELS = {"oracle": "oracle (scikit-learn, torch.topk, sacrebleu, rouge-score)", "torch": "PyTorch",
-               "baseline": "NumPy", "slow": "pure-Python baseline (turbometrics.slow)",
-               "variant": "turbometrics, sacrebleu-compatible mode"}
+ROLE_COLORS = {"oracle": "#1f77b4", "torch": "#ee4c2c", "baseline": "#9467bd", "slow": "#7f7f7f", "variant": "#2ca02c"}
+ROLE_LABELS = {
+    "oracle": "oracle (scikit-learn, torch.topk, sacrebleu, rouge-score)",
+    "torch": "PyTorch",
+    "baseline": "NumPy",
+    "slow": "pure-Python baseline (turbometrics.slow)",
+    "variant": "turbometrics, sacrebleu-compatible mode",
+}
 
 
 def _speedups(data: dict) -> list[tuple[str, str, str, float]]:
@@ -101,8 +119,12 @@ def chart(data: dict, path: str) -> None:
         ax.text(r[3], y, f" {r[3]:,.1f}x", va="center", fontsize=7)
     ax.set_xlabel("speed-up of turbometrics (their time / ours, log scale)")
     roles = [r for r in ROLE_COLORS if any(row[2] == r for row in rows)]
-    ax.legend([plt.Rectangle((0, 0), 1, 1, color=ROLE_COLORS[r]) for r in roles], [ROLE_LABELS[r] for r in roles],
-              loc="lower right", fontsize=7)
+    ax.legend(
+        [plt.Rectangle((0, 0), 1, 1, color=ROLE_COLORS[r]) for r in roles],
+        [ROLE_LABELS[r] for r in roles],
+        loc="lower right",
+        fontsize=7,
+    )
     ax.set_title(f"turbometrics speed-ups, {os.cpu_count()} threads", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -111,10 +133,13 @@ def chart(data: dict, path: str) -> None:
 
 def report(data: dict) -> str:
     m = data["machine_info"]
-    lines = [f"Machine: {m.get('cpu', {}).get('brand_raw', m.get('processor', '?'))}, "
-             f"{os.cpu_count()} cores, Python {m.get('python_version')}; "
-             f"times are the best of the rounds (slow/ is scaled from a few rows). "
-             f"[path]: the SIMD path of the dense kernels (TURBOMETRICS_SIMD).", ""]
+    lines = [
+        f"Machine: {m.get('cpu', {}).get('brand_raw', m.get('processor', '?'))}, "
+        f"{os.cpu_count()} cores, Python {m.get('python_version')}; "
+        f"times are the best of the rounds (slow/ is scaled from a few rows). "
+        f"[path]: the SIMD path of the dense kernels (TURBOMETRICS_SIMD).",
+        "",
+    ]
     cases = defaultdict(dict)
     memory, first, scale, lm, sync = {}, {}, [], [], {}
     for b in data["benchmarks"]:
@@ -143,7 +168,11 @@ def report(data: dict) -> str:
                 rel = f"the call is {ours / t:.2f}x its kernels"
             else:
                 rel = f"{t / ours:,.1f}x faster" if t >= ours else f"{ours / t:.2f}x slower"
-            gbs = f"{info['bytes'] / t / 1e9:.1f}" if info.get("bytes") and info["role"] in ("ours", "read", "kernel") else ""
+            gbs = (
+                f"{info['bytes'] / t / 1e9:.1f}"
+                if info.get("bytes") and info["role"] in ("ours", "read", "kernel")
+                else ""
+            )
             if gbs and info.get("peak_bytes_per_s"):  # GPU: against the card's memory bandwidth
                 gbs += f" ({100 * info['bytes'] / t / info['peak_bytes_per_s']:.0f}% of peak)"
             note = f" ({info['note']})" if info.get("note") else ""
@@ -151,8 +180,12 @@ def report(data: dict) -> str:
             lines.append(f"| {case} | {name}{note} | {shown} | {rel} | {gbs} |")
     pool = [(case, impls) for case, impls in cases.items() if "no OpenMP" in case]
     if pool:
-        lines += ["", "| turbometrics, same case | OpenMP build (s) | build without OpenMP: std::thread pool (s) "
-                  "| pool / OpenMP |", "|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "| turbometrics, same case | OpenMP build (s) | build without OpenMP: std::thread pool (s) "
+            "| pool / OpenMP |",
+            "|---|---:|---:|---:|",
+        ]
         for case, impls in pool:
             twin = case.replace(", no OpenMP: std::thread pool", "").replace(" [no OpenMP: std::thread pool]", "")
             if twin in cases:
@@ -162,21 +195,34 @@ def report(data: dict) -> str:
         lines += ["", "| perplexity: peak memory added to the input | MiB |", "|---|---:|"]
         lines += [f"| {k} | {v:,.0f} |" for k, v in memory.items()]
     if scale:
-        lines += ["", "| 1,000,000 segment pairs | implementation | time (s) | peak extra memory (MiB) |",
-                  "|---|---|---:|---:|"]
+        lines += [
+            "",
+            "| 1,000,000 segment pairs | implementation | time (s) | peak extra memory (MiB) |",
+            "|---|---|---:|---:|",
+        ]
         lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in scale]
     if lm:
-        lines += ["", "| language-model perplexity (model forward included) | implementation | time (s) | "
-                  "peak extra memory (MiB) |", "|---|---|---:|---:|"]
+        lines += [
+            "",
+            "| language-model perplexity (model forward included) | implementation | time (s) | "
+            "peak extra memory (MiB) |",
+            "|---|---|---:|---:|",
+        ]
         lines += [f"| {i['case']} | {i['impl']} | {i['seconds']:.2f} | {i['extra_mib']:,.0f} |" for i in lm]
     if sync:
-        lines += ["", "| metric state synced across processes | turbometrics (s) | bytes a rank | gathering the "
-                  "inputs (s) | bytes a rank |", "|---|---:|---:|---:|---:|"]
-        lines += [f"| {c} | {i['sync_s']:.3f} | {i['bytes_per_rank']:,} | {i['naive_s']:.3f} | "
-                  f"{i['naive_bytes_per_rank']:,} |" for c, i in sync.items()]
+        lines += [
+            "",
+            "| metric state synced across processes | turbometrics (s) | bytes a rank | gathering the "
+            "inputs (s) | bytes a rank |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {c} | {i['sync_s']:.3f} | {i['bytes_per_rank']:,} | {i['naive_s']:.3f} | "
+            f"{i['naive_bytes_per_rank']:,} |"
+            for c, i in sync.items()
+        ]
     if first:
-        lines += ["", "| call made first after import, fresh process | first (s) | second (s) |",
-                  "|---|---:|---:|"]
+        lines += ["", "| call made first after import, fresh process | first (s) | second (s) |", "|---|---:|---:|"]
         lines += [f"| {k} | {v['first']:.4f} | {v['second']:.4f} |" for k, v in first.items()]
     return "\n".join(lines) + "\n"
 
@@ -198,10 +244,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated case groups: simd (dense kernels), threads")
-    ap.add_argument("--no-openmp", action="store_true", help="also time perplexity and BLEU in a build "
-                                                             "without OpenMP (needs Cython)")
-    ap.add_argument("--json", nargs="+", help="report these pytest-benchmark JSON files instead of running "
-                                             "the suites (e.g. the CPU run and a GPU run of test_bench_gpu.py)")
+    ap.add_argument(
+        "--no-openmp",
+        action="store_true",
+        help="also time perplexity and BLEU in a build without OpenMP (needs Cython)",
+    )
+    ap.add_argument(
+        "--json",
+        nargs="+",
+        help="report these pytest-benchmark JSON files instead of running "
+        "the suites (e.g. the CPU run and a GPU run of test_bench_gpu.py)",
+    )
     args = ap.parse_args()
     results = os.path.join(HERE, "results")
     os.makedirs(results, exist_ok=True)

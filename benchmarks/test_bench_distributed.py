@@ -4,13 +4,13 @@ pairs (half on each rank), against gathering the metric objects whole with ``all
 Each rank builds its half of the state (not timed), then the sync is timed best of 3 (the state is
 restored between runs); "bytes" is what one rank sends (its message; every rank receives the world's).
 """
+
 import os
 import pickle
 import sys
 import time
 
 import pytest
-
 from conftest import DATA_DIR, QUICK
 
 torch = pytest.importorskip("torch")
@@ -37,15 +37,14 @@ def _worker(rank: int, init_file: str, out_dir: str, metric_name: str, data_dir)
     n = TOTAL // WORLD
     if metric_name == "BLEU":
         d = _bench.wmt17_tiled(data_dir, TOTAL) if data_dir else _bench._text_data(TOTAL)
-        hyps, refs = d["hyps"][rank * n:(rank + 1) * n], d["refs"][rank * n:(rank + 1) * n]
+        hyps, refs = d["hyps"][rank * n : (rank + 1) * n], d["refs"][rank * n : (rank + 1) * n]
         m = tm.metrics.BLEU().update(hyps, [refs], num_threads=1)
     else:
         hyps, refs = _bench.zipf_corpus(n, seed=rank)
         m = tm.metrics.ROUGE(ROUGE_TYPES, use_stemmer=True).update(hyps, refs, num_threads=1)
     saved = _state(m)
     out = {"bytes": len(_pack((m,))), "naive_bytes": len(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))}
-    for label, fn in (("sync", lambda: m.sync()),
-                      ("naive", lambda: dist.all_gather_object([None] * WORLD, m))):
+    for label, fn in (("sync", lambda: m.sync()), ("naive", lambda: dist.all_gather_object([None] * WORLD, m))):
         best = float("inf")
         for _ in range(3):
             dist.barrier()
@@ -67,15 +66,22 @@ def test_sync(benchmark, tmp_path, metric_name):
     out.mkdir()
 
     def run():
-        mp.start_processes(_worker, args=(str(tmp_path / "init"), str(out), metric_name, DATA_DIR),
-                           nprocs=WORLD, start_method="spawn")
+        mp.start_processes(
+            _worker, args=(str(tmp_path / "init"), str(out), metric_name, DATA_DIR), nprocs=WORLD, start_method="spawn"
+        )
         return [pickle.loads((out / f"rank{r}.pkl").read_bytes()) for r in range(WORLD)]
 
     ranks = benchmark.pedantic(run, rounds=1, iterations=1)
-    res = {"bytes_per_rank": max(r["bytes"] for r in ranks), "sync_s": max(r["sync"] for r in ranks),
-           "naive_bytes_per_rank": max(r["naive_bytes"] for r in ranks), "naive_s": max(r["naive"] for r in ranks)}
+    res = {
+        "bytes_per_rank": max(r["bytes"] for r in ranks),
+        "sync_s": max(r["sync"] for r in ranks),
+        "naive_bytes_per_rank": max(r["naive_bytes"] for r in ranks),
+        "naive_s": max(r["naive"] for r in ranks),
+    }
     what = f"{TOTAL:,} {'segments' if metric_name == 'BLEU' else 'pairs'}"
     benchmark.extra_info.update(kind="sync", case=f"sync {metric_name}, {what} over {WORLD} gloo processes", **res)
-    print(f"\nsync {metric_name} ({what}, {WORLD} ranks): {res['bytes_per_rank'] / 1e6:.1f} MB a rank in "
-          f"{res['sync_s']:.3f} s; all_gather_object of the metric: {res['naive_bytes_per_rank'] / 1e6:.1f} MB "
-          f"in {res['naive_s']:.3f} s")
+    print(
+        f"\nsync {metric_name} ({what}, {WORLD} ranks): {res['bytes_per_rank'] / 1e6:.1f} MB a rank in "
+        f"{res['sync_s']:.3f} s; all_gather_object of the metric: {res['naive_bytes_per_rank'] / 1e6:.1f} MB "
+        f"in {res['naive_s']:.3f} s"
+    )

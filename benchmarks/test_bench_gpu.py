@@ -5,6 +5,7 @@ synchronisation (a scalar result, or torch.cuda.synchronize()). report.py
 prints the effective bandwidth (bytes of scores read / time) against the
 card's peak, stored in extra_info.
 """
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -34,6 +35,7 @@ def sync(fn):
         out = fn(*a)
         torch.cuda.synchronize()
         return out
+
     return run
 
 
@@ -57,6 +59,7 @@ _jobs = {}
 def kernels_only(kind):
     """Time the kernels of one call alone: buffers, targets and launch prepared once (``_gpu.row_job`` /
     ``topk_job``), then launch + synchronise. The call's time over this is its per-call overhead."""
+
     def run(x, t):
         key = (kind, x.data_ptr(), x.dtype, tuple(x.shape))
         if key not in _jobs:
@@ -64,13 +67,15 @@ def kernels_only(kind):
             if kind == "topk":
                 _jobs[key] = _gpu.topk_job(x, K_TOP, True)[-1]
             else:
-                name, dtype, opts = {"nll": ("nll_rows", "float64", ()),
-                                     "rank": ("rank_rows", "int64", (False, True))}[kind]  # sklearn ties
+                name, dtype, opts = {"nll": ("nll_rows", "float64", ()), "rank": ("rank_rows", "int64", (False, True))}[
+                    kind
+                ]  # sklearn ties
                 rows = _gpu.device_rows(x, "x")
                 rows = _gpu._as_pairs(rows) if kind == "nll" else rows  # as tm.perplexity reads bf16
                 _jobs[key] = _gpu.row_job(name, rows, t, -100, None, dtype, *opts)[-1]
         _jobs[key]()
         torch.cuda.synchronize()
+
     return run
 
 
@@ -81,43 +86,73 @@ def _acc_torch(x, t, k):
 
 
 CASES = {
-    "perplexity f32": ("float32", {
-        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
-        "its kernel alone": kernels_only("nll"),
-        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
-    "perplexity f16": ("float16", {
-        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
-        "its kernel alone": kernels_only("nll"),
-        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
-    "perplexity bf16": ("bfloat16", {
-        "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
-        "its kernel alone": kernels_only("nll"),
-        "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
-        "torch cross_entropy (f32 upcast)": lambda x, t: float(torch.exp(F.cross_entropy(x.float(), t,
-                                                                                          ignore_index=-100))),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
-    f"topk_accuracy k={K_ACC} f32": ("float32", {
-        "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
-        "its kernel alone": kernels_only("rank"),
-        "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
-    f"topk_accuracy k={K_ACC} f32, short rows": ("float32", {
-        "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
-        "its kernel alone": kernels_only("rank"),
-        "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
-        "read (torch.sum)": lambda x, t: float(x.sum())}, (100_000, 1000)),
-    f"topk k={K_TOP} f32": ("float32", {
-        "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
-        "its kernel alone": kernels_only("topk"),
-        "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
-    f"topk k={K_TOP} bf16": ("bfloat16", {
-        "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
-        "its kernel alone": kernels_only("topk"),
-        "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
-        "read (torch.sum)": lambda x, t: float(x.sum())}),
+    "perplexity f32": (
+        "float32",
+        {
+            "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+            "its kernel alone": kernels_only("nll"),
+            "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
+    "perplexity f16": (
+        "float16",
+        {
+            "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+            "its kernel alone": kernels_only("nll"),
+            "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
+    "perplexity bf16": (
+        "bfloat16",
+        {
+            "turbometrics": lambda x, t: tm.perplexity(x, t, ignore_index=-100),
+            "its kernel alone": kernels_only("nll"),
+            "torch cross_entropy": lambda x, t: float(torch.exp(F.cross_entropy(x, t, ignore_index=-100))),
+            "torch cross_entropy (f32 upcast)": lambda x, t: float(
+                torch.exp(F.cross_entropy(x.float(), t, ignore_index=-100))
+            ),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
+    f"topk_accuracy k={K_ACC} f32": (
+        "float32",
+        {
+            "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+            "its kernel alone": kernels_only("rank"),
+            "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
+    f"topk_accuracy k={K_ACC} f32, short rows": (
+        "float32",
+        {
+            "turbometrics": lambda x, t: tm.topk_accuracy(x, t, k=K_ACC, ignore_index=-100),
+            "its kernel alone": kernels_only("rank"),
+            "torch.topk accuracy": lambda x, t: _acc_torch(x, t, K_ACC),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+        (100_000, 1000),
+    ),
+    f"topk k={K_TOP} f32": (
+        "float32",
+        {
+            "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+            "its kernel alone": kernels_only("topk"),
+            "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
+    f"topk k={K_TOP} bf16": (
+        "bfloat16",
+        {
+            "turbometrics": sync(lambda x, t: tm.topk(x, K_TOP)),
+            "its kernel alone": kernels_only("topk"),
+            "torch.topk": sync(lambda x, t: torch.topk(x, K_TOP)),
+            "read (torch.sum)": lambda x, t: float(x.sum()),
+        },
+    ),
 }
 PARAMS = [(c, i) for c, (_, impls, *_shape) in CASES.items() for i in impls]
 
@@ -131,8 +166,13 @@ def test_gpu(benchmark, case, impl):
     benchmark.group = f"GPU {case} ({n}, {v})"
     roles = {"turbometrics": "ours", "its kernel alone": "kernel"}
     role = roles.get(impl, "read" if impl.startswith("read") else "torch")
-    benchmark.extra_info.update(case=f"GPU {case} ({n}, {v}), {torch.cuda.get_device_name(0)}", impl=impl, role=role,
-                                bytes=x.numel() * x.element_size(), peak_bytes_per_s=peak_bandwidth())
+    benchmark.extra_info.update(
+        case=f"GPU {case} ({n}, {v}), {torch.cuda.get_device_name(0)}",
+        impl=impl,
+        role=role,
+        bytes=x.numel() * x.element_size(),
+        peak_bytes_per_s=peak_bandwidth(),
+    )
     benchmark.pedantic(fn, args=(x, t), rounds=20, iterations=1, warmup_rounds=3)
 
 
@@ -140,10 +180,10 @@ def test_gpu(benchmark, case, impl):
 HEAD = (8 * 4096, 4096, V)
 HEAD_IMPLS = {
     "turbometrics": lambda h, w, t: tm.perplexity_from_hidden(h, w, t, ignore_index=-100),
-    "logits (F.linear) + turbometrics perplexity": lambda h, w, t: tm.perplexity(F.linear(h, w), t,
-                                                                                  ignore_index=-100),
-    "logits (F.linear) + torch cross_entropy": lambda h, w, t: float(torch.exp(F.cross_entropy(
-        F.linear(h, w), t, ignore_index=-100))),
+    "logits (F.linear) + turbometrics perplexity": lambda h, w, t: tm.perplexity(F.linear(h, w), t, ignore_index=-100),
+    "logits (F.linear) + torch cross_entropy": lambda h, w, t: float(
+        torch.exp(F.cross_entropy(F.linear(h, w), t, ignore_index=-100))
+    ),
 }
 
 
@@ -154,7 +194,7 @@ def test_gpu_perplexity_from_hidden(benchmark, impl):
     n, d, v = HEAD
     g = torch.Generator(device="cuda").manual_seed(0)
     h = torch.randn(n, d, device="cuda", generator=g).to(torch.bfloat16)
-    w = (torch.randn(v, d, device="cuda", generator=g) * d ** -0.5).to(torch.bfloat16)
+    w = (torch.randn(v, d, device="cuda", generator=g) * d**-0.5).to(torch.bfloat16)
     t = torch.randint(0, v, (n,), device="cuda", generator=g)
     t[torch.rand(n, device="cuda", generator=g) < 0.1] = -100
     fn = HEAD_IMPLS[impl]
@@ -176,7 +216,11 @@ def test_gpu_perplexity_from_hidden(benchmark, impl):
         pytest.skip(f"{impl}: out of GPU memory")
     times.sort()
     benchmark.group = "GPU perplexity from hidden states"
-    benchmark.extra_info.update(kind="scale", impl=impl, seconds=times[len(times) // 2], extra_mib=extra,
-                                case=f"GPU perplexity from hidden states bf16 ({n}, d={d}) x V={v:,}, "
-                                     f"{torch.cuda.get_device_name(0)}")
+    benchmark.extra_info.update(
+        kind="scale",
+        impl=impl,
+        seconds=times[len(times) // 2],
+        extra_mib=extra,
+        case=f"GPU perplexity from hidden states bf16 ({n}, d={d}) x V={v:,}, {torch.cuda.get_device_name(0)}",
+    )
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

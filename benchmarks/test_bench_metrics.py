@@ -4,19 +4,23 @@ Each case in turbometrics._bench is timed per implementation; report.py turns
 the JSON into ratio tables. The slow/ baseline runs on a few rows and its time
 is scaled to the full input (recorded in extra_info["scale"]).
 """
+
 import os
 
 import pytest
-
 from conftest import DATA_DIR, QUICK
+
 from turbometrics import _bench, _bench_patch
 from turbometrics._ext import _dense
 
 # TURBOMETRICS_BENCH_ONLY=simd,threads: only the cases of those groups (report.py's runs per SIMD path
 # and in the build without OpenMP); the memory, first-call and scale runs are then left out.
 ONLY = {g for g in os.environ.get("TURBOMETRICS_BENCH_ONLY", "").split(",") if g}
-CASES = [c for c in _bench.cases(QUICK, DATA_DIR) + _bench_patch.cases(QUICK, DATA_DIR)  # patch: users' code
-         if not ONLY or ONLY & set(c.groups)]
+CASES = [
+    c
+    for c in _bench.cases(QUICK, DATA_DIR) + _bench_patch.cases(QUICK, DATA_DIR)  # patch: users' code
+    if not ONLY or ONLY & set(c.groups)
+]
 only_cases = pytest.mark.skipif(bool(ONLY), reason="TURBOMETRICS_BENCH_ONLY selects case groups")
 PARAMS = [(i, name) for i, c in enumerate(CASES) for name in c.impls]
 _data = {}
@@ -34,8 +38,15 @@ def test_array_metric(benchmark, case_idx, impl):
     case, d = CASES[case_idx], case_data(case_idx)
     im = case.impls[impl]
     benchmark.group = case.name
-    benchmark.extra_info.update(case=case.name, impl=impl, role=im.role, scale=im.scale, note=im.note,
-                                simd=_dense.active_path(), threading=_dense.THREADING)
+    benchmark.extra_info.update(
+        case=case.name,
+        impl=impl,
+        role=im.role,
+        scale=im.scale,
+        note=im.note,
+        simd=_dense.active_path(),
+        threading=_dense.THREADING,
+    )
     if case.bytes_read:
         benchmark.extra_info["bytes"] = case.bytes_read(d)
     # Memory bandwidth on a shared machine drifts; many rounds of the fast ones keep the min honest.
@@ -43,7 +54,13 @@ def test_array_metric(benchmark, case_idx, impl):
     benchmark.pedantic(im.fn, args=(d,), rounds=rounds, iterations=1, warmup_rounds=1)
 
 
-MEMORY = [("perplexity_case", (4096, 128256)), ] if not QUICK else [("perplexity_case", (512, 32000))]
+MEMORY = (
+    [
+        ("perplexity_case", (4096, 128256)),
+    ]
+    if not QUICK
+    else [("perplexity_case", (512, 32000))]
+)
 
 
 @only_cases
@@ -79,8 +96,9 @@ HIDDEN = (2048, 2048, 128256) if not QUICK else (256, 256, 32000)
 
 
 @only_cases
-@pytest.mark.parametrize("impl", ["turbometrics", "logits (matmul) + turbometrics perplexity",
-                                  "torch logits + cross_entropy"])
+@pytest.mark.parametrize(
+    "impl", ["turbometrics", "logits (matmul) + turbometrics perplexity", "torch logits + cross_entropy"]
+)
 def test_perplexity_from_hidden_time_and_memory(benchmark, impl):
     """The LM head fused with the NLL against materialised logits, each in a fresh process (time, peak extra)."""
     benchmark.group = "perplexity from hidden states"
@@ -104,13 +122,13 @@ def test_lm_perplexity_time_and_memory(benchmark, impl):
 
 @only_cases
 @pytest.mark.skipif(not _bench.have("transformers"), reason="the tiny Llama is a transformers model")
-@pytest.mark.parametrize("impl", ["turbometrics", "turbometrics on the logits (fuse_head=False)",
-                                  "transformers guide loop"])
+@pytest.mark.parametrize(
+    "impl", ["turbometrics", "turbometrics on the logits (fuse_head=False)", "transformers guide loop"]
+)
 def test_lm_perplexity_through_the_head_time_and_memory(benchmark, impl):
     """lm_perplexity of a Hugging Face model without its logits, against its logits, each in a fresh process."""
     benchmark.group = "lm_perplexity through the head"
-    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("lm_head_case", LM_HEAD, impl), rounds=1,
-                             iterations=1)
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("lm_head_case", LM_HEAD, impl), rounds=1, iterations=1)
     benchmark.extra_info.update(kind="lm", case=_bench.lm_head_case(*LM_HEAD).name, impl=impl, **res)
 
 
@@ -121,7 +139,9 @@ def test_long_pair_time_and_memory(benchmark, metric, args):
     benchmark.group = "one long pair"
     if QUICK:
         args = (args[0] // 10, *args[1:])
-    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("long_pair_case", (metric, *args), "turbometrics"),
-                             rounds=1, iterations=1)
-    benchmark.extra_info.update(kind="scale", case=_bench.long_pair_case(metric, *args).name, impl="turbometrics",
-                                **res)
+    res = benchmark.pedantic(
+        _bench.measure_in_subprocess, args=("long_pair_case", (metric, *args), "turbometrics"), rounds=1, iterations=1
+    )
+    benchmark.extra_info.update(
+        kind="scale", case=_bench.long_pair_case(metric, *args).name, impl="turbometrics", **res
+    )

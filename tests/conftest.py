@@ -39,9 +39,12 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter):
-    for title, lines in (("GPU kernels (no GPU needed)", GPU_REPORT), ("SIMD paths", SIMD_REPORT),
-                         ("other compilers, targets and builds", BUILD_REPORT),
-                         ("upstream test suites against turbometrics.patch (strict)", PATCH_REPORT)):
+    for title, lines in (
+        ("GPU kernels (no GPU needed)", GPU_REPORT),
+        ("SIMD paths", SIMD_REPORT),
+        ("other compilers, targets and builds", BUILD_REPORT),
+        ("upstream test suites against turbometrics.patch (strict)", PATCH_REPORT),
+    ):
         if lines:
             terminalreporter.section(title)
             for line in dict.fromkeys(lines):  # in order, once (several workers may note the same fact)
@@ -51,8 +54,14 @@ def pytest_terminal_summary(terminalreporter):
 def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> subprocess.CompletedProcess:
     """Run pytest on ``args`` in a fresh process (tests/ as cwd), report its summary line under
     ``label``, and fail unless everything it collected passed."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args],
-                         env=env, capture_output=True, text=True, timeout=1800, cwd=Path(__file__).resolve().parent)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=Path(__file__).resolve().parent,
+    )
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "no output"
     report.append(f"{label}: {summary}")
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-3000:]
@@ -93,6 +102,7 @@ def summaries():
 def nltk_punkt(monkeypatch):
     """rouge-score's split_summaries=True calls nltk.sent_tokenize: its English model from the shared data."""
     import nltk
+
     monkeypatch.setattr(nltk.data, "path", [str(DATA / "nltk_data")] + list(nltk.data.path))
 
 

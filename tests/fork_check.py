@@ -13,6 +13,7 @@ Exits 0 and prints ``OK WAY`` per way when every child matched; a child that han
 timeout (tests/test_fork.py). Run by tests/test_fork.py (this build) and tests/test_portability.py
 (the build without OpenMP).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -38,22 +39,35 @@ HYPS, REFS = zipf_corpus(3000)
 def work(_: object = None) -> bytes:
     """Every family's numbers, as float64 bytes (they cross a pipe, a pickle or a DataLoader as they are)."""
     x, t = LOGITS, TARGETS
-    out = [tm.perplexity(x, t, num_threads=THREADS), tm.token_nll(x, t, num_threads=THREADS).sum(),
-           tm.topk(x, 5, num_threads=THREADS)[1].sum(), tm.topk_accuracy(x, t, k=5, num_threads=THREADS),
-           tm.mean_reciprocal_rank(x, t, num_threads=THREADS)]
+    out = [
+        tm.perplexity(x, t, num_threads=THREADS),
+        tm.token_nll(x, t, num_threads=THREADS).sum(),
+        tm.topk(x, 5, num_threads=THREADS)[1].sum(),
+        tm.topk_accuracy(x, t, k=5, num_threads=THREADS),
+        tm.mean_reciprocal_rank(x, t, num_threads=THREADS),
+    ]
     refs = [REFS]
-    out += [tm.corpus_bleu(HYPS, refs, num_threads=THREADS).score,
-            tm.corpus_chrf(HYPS, refs, num_threads=THREADS).score,
-            tm.corpus_ter(HYPS[:500], [REFS[:500]], num_threads=THREADS).score,
-            tm.rouge(HYPS, REFS, num_threads=THREADS)["rougeL"].fmeasure.sum()]
-    out += [tm.pairwise_bleu(HYPS[:200], num_threads=THREADS).sum(),
-            tm.pairwise_chrf(HYPS[:100], num_threads=THREADS).sum()]
+    out += [
+        tm.corpus_bleu(HYPS, refs, num_threads=THREADS).score,
+        tm.corpus_chrf(HYPS, refs, num_threads=THREADS).score,
+        tm.corpus_ter(HYPS[:500], [REFS[:500]], num_threads=THREADS).score,
+        tm.rouge(HYPS, REFS, num_threads=THREADS)["rougeL"].fmeasure.sum(),
+    ]
+    out += [
+        tm.pairwise_bleu(HYPS[:200], num_threads=THREADS).sum(),
+        tm.pairwise_chrf(HYPS[:100], num_threads=THREADS).sum(),
+    ]
     acc = tm.metrics.BLEU()
     acc.update(HYPS, refs)
     ci = tm.bootstrap_ci(acc, n_resamples=200, seed=1, num_threads=THREADS)
     out += [ci.low, ci.high]
-    cv = tm.cross_validate(lambda xtr, ytr, xte: xte, x[:400], t[:400] % 1000, cv=tm.KFold(4, shuffle=True,
-                           random_state=0), metrics={"top5": lambda s, y: tm.topk_accuracy(s, y, k=5)})
+    cv = tm.cross_validate(
+        lambda xtr, ytr, xte: xte,
+        x[:400],
+        t[:400] % 1000,
+        cv=tm.KFold(4, shuffle=True, random_state=0),
+        metrics={"top5": lambda s, y: tm.topk_accuracy(s, y, k=5)},
+    )
     out += [float(np.sum(cv.scores["top5"]))]
     return np.array(out, np.float64).tobytes()
 
@@ -93,7 +107,7 @@ def _busy_fork() -> list[bytes]:
         while not stop.is_set():
             tm.corpus_chrf(HYPS, [REFS], num_threads=THREADS)
             for i in range(0, 3000, 100):
-                acc.update(HYPS[i:i + 100], [REFS[i:i + 100]])
+                acc.update(HYPS[i : i + 100], [REFS[i : i + 100]])
                 acc.compute()
 
     th = threading.Thread(target=spin, daemon=True)

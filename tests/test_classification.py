@@ -1,4 +1,5 @@
 """topk, target_rank, topk_accuracy, mean_reciprocal_rank: parity with their oracles and slow/."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ def ref_topk_indices(x, k, largest=True):
 
 # ---------------------------------------------------------------- topk_accuracy vs scikit-learn
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8, np.uint16, np.float16])
 def test_topk_accuracy_equals_sklearn_with_ties(rng, dtype):
     n, c = 3000, 9
@@ -35,8 +37,9 @@ def test_topk_accuracy_equals_sklearn_with_ties(rng, dtype):
     for k in range(1, c + 1):
         expect = top_k_accuracy_score(targets, scores.astype(np.float64), k=k, labels=np.arange(c))
         assert tm.topk_accuracy(scores, targets, k=k) == expect
-        expect_w = top_k_accuracy_score(targets, scores.astype(np.float64), k=k, labels=np.arange(c),
-                                        sample_weight=weights)
+        expect_w = top_k_accuracy_score(
+            targets, scores.astype(np.float64), k=k, labels=np.arange(c), sample_weight=weights
+        )
         assert tm.topk_accuracy(scores, targets, k=k, sample_weight=weights) == expect_w
 
 
@@ -63,7 +66,7 @@ def test_topk_accuracy_tuple_k_is_one_pass_of_the_same_numbers(rng):
 def test_tie_rules(rng):
     s = np.array([[1.0, 2.0, 2.0, 2.0, 0.0]])
     # target 2 ties with classes 1 and 3
-    assert tm.target_rank(s, [2], ties="sklearn")[0] == 1       # only the higher index (3) is ahead
+    assert tm.target_rank(s, [2], ties="sklearn")[0] == 1  # only the higher index (3) is ahead
     assert tm.target_rank(s, [2], ties="optimistic")[0] == 0
     assert tm.target_rank(s, [2], ties="pessimistic")[0] == 2
     assert tm.target_rank(s, [4], ties="sklearn")[0] == 4
@@ -71,11 +74,18 @@ def test_tie_rules(rng):
 
 def test_nan_scores_rank_above_numbers():
     s = np.array([[0.0, np.nan, 5.0, np.nan]])
-    assert tm.target_rank(s, [2])[0] == 2                   # both NaNs beat 5
-    assert tm.target_rank(s, [1])[0] == 1                   # sklearn rule: the later NaN ties ahead
+    assert tm.target_rank(s, [2])[0] == 2  # both NaNs beat 5
+    assert tm.target_rank(s, [1])[0] == 1  # sklearn rule: the later NaN ties ahead
     assert tm.target_rank(s, [1], ties="optimistic")[0] == 0
     h = s.astype(np.float16)
-    assert list(tm.target_rank(h, [2, ])) == [2]
+    assert list(
+        tm.target_rank(
+            h,
+            [
+                2,
+            ],
+        )
+    ) == [2]
     assert tm.target_rank(h, [1])[0] == 1
 
 
@@ -87,8 +97,20 @@ def test_signed_zero_ties_in_half_precision():
 
 # ---------------------------------------------------------------- the rank count vs NumPy
 
-RANK_DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-               np.uint8, np.uint16, np.uint32, np.uint64]
+RANK_DTYPES = [
+    np.float16,
+    ml_dtypes.bfloat16,
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+]
 
 
 def ref_ranks(x, targets, ties):
@@ -139,15 +161,17 @@ def rank_rows_for(rng, v, dtype):
 def test_rank_count_equals_numpy(rng, dtype):
     """Every width around the kernels' steps (16 to 128 values, one register to a step of four) and past an
     8-bit lane's 127 steps; test_simd_paths runs this file on every SIMD path."""
-    for v in (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4099, 20000,
-              40000):
+    for v in (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4099, 20000, 40000):
         x, t = rank_rows_for(rng, v, dtype)
         for ties in TIES:
             got = tm.target_rank(x, t, ties=ties, num_threads=2)
             np.testing.assert_array_equal(got, ref_ranks(x, t, ties), err_msg=f"{v} {ties}")
             rev = np.ascontiguousarray(x[:, ::-1])  # the same rows mirrored: ties at the other end
-            np.testing.assert_array_equal(tm.target_rank(rev, v - 1 - t, ties=ties),
-                                          ref_ranks(rev, v - 1 - t, ties), err_msg=f"{v} {ties} mirrored")
+            np.testing.assert_array_equal(
+                tm.target_rank(rev, v - 1 - t, ties=ties),
+                ref_ranks(rev, v - 1 - t, ties),
+                err_msg=f"{v} {ties} mirrored",
+            )
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.int16, np.uint16], ids=lambda d: np.dtype(d).name)
@@ -182,7 +206,8 @@ def test_ignore_index_and_mrr(rng):
     assert tm.topk_accuracy(scores, targets, k=2, ignore_index=-100) == expect
     ranks = tm.target_rank(scores[keep], targets[keep])
     assert tm.mean_reciprocal_rank(scores, targets, ignore_index=-100) == pytest.approx(
-        np.mean(1.0 / (ranks + 1)), rel=1e-15)
+        np.mean(1.0 / (ranks + 1)), rel=1e-15
+    )
 
 
 def test_batched_scores_and_torch_io(rng):
@@ -204,8 +229,10 @@ def test_views_give_the_same_ranks(rng):
 
 # ---------------------------------------------------------------- topk vs torch.topk
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64,
-                                   np.uint8, np.uint64])
+
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8, np.uint64]
+)
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_values_equal_torch_and_indices_follow_tie_rule(rng, dtype, largest):
     x = rng.integers(0, 50, (37, 3000)).astype(dtype)  # many ties
@@ -218,8 +245,13 @@ def test_topk_values_equal_torch_and_indices_follow_tie_rule(rng, dtype, largest
 
 
 @settings(max_examples=100, deadline=None)
-@given(data=st.data(), n=st.integers(33, 300), k=st.integers(1, 20), largest=st.booleans(),
-       dtype=st.sampled_from([np.float32, np.float16, np.float64]))
+@given(
+    data=st.data(),
+    n=st.integers(33, 300),
+    k=st.integers(1, 20),
+    largest=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float16, np.float64]),
+)
 def test_topk_small_k_heap_with_nan_inf_and_ties(data, n, k, largest, dtype):
     """k <= 16 keeps a heap and scans 32 at a time: NaN (a NaN threshold too), +-inf and ties anywhere in
     rows longer than one scan, on both sides of the heap/buffer switch (k = 16, 17)."""
@@ -232,14 +264,22 @@ def test_topk_small_k_heap_with_nan_inf_and_ties(data, n, k, largest, dtype):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), n=st.integers(60, 700), k=st.integers(1, 16), largest=st.booleans(),
-       dtype=st.sampled_from([np.int8, np.uint8, np.int32, np.int64, np.uint64, np.float32, np.float64]))
+@given(
+    data=st.data(),
+    n=st.integers(60, 700),
+    k=st.integers(1, 16),
+    largest=st.booleans(),
+    dtype=st.sampled_from([np.int8, np.uint8, np.int32, np.int64, np.uint64, np.float32, np.float64]),
+)
 def test_topk_prefix_floor_with_extremes_and_ties(data, n, k, largest, dtype):
     """Rows long enough for the prefix floor (k <= 16): few distinct values (ties at the k-th place, at the
     floor itself) and the dtype's extremes, where the floor cannot step below the worst value."""
     info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
-    vals = st.sampled_from([info.min, info.max, 0, 1, 2]) if np.dtype(dtype).kind in "iu" else \
-        st.sampled_from([info.min, info.max, 0.0, 1.0, -1.0, float("nan"), float("-inf"), float("inf")])
+    vals = (
+        st.sampled_from([info.min, info.max, 0, 1, 2])
+        if np.dtype(dtype).kind in "iu"
+        else st.sampled_from([info.min, info.max, 0.0, 1.0, -1.0, float("nan"), float("-inf"), float("inf")])
+    )
     x = np.array(data.draw(st.lists(st.lists(vals, min_size=n, max_size=n), min_size=1, max_size=3)), dtype)
     v, i = tm.topk(x, k, largest=largest)
     if np.dtype(dtype).kind in "iu":  # exact integer order (float64 would merge large int64s): ~x reverses it
@@ -312,11 +352,25 @@ def test_topk_one_dimensional_and_list_input():
 
 # ---------------------------------------------------------------- slow/ agrees with the fast path
 
-scores_st = st.integers(1, 12).flatmap(lambda c: st.tuples(
-    st.lists(st.lists(st.one_of(st.integers(-3, 3).map(float), st.floats(-1e30, 1e30),
-                                st.just(float("nan")), st.sampled_from([float("inf"), float("-inf"), -0.0])),
-                      min_size=c, max_size=c), min_size=1, max_size=20),
-    st.integers(1, c)))
+scores_st = st.integers(1, 12).flatmap(
+    lambda c: st.tuples(
+        st.lists(
+            st.lists(
+                st.one_of(
+                    st.integers(-3, 3).map(float),
+                    st.floats(-1e30, 1e30),
+                    st.just(float("nan")),
+                    st.sampled_from([float("inf"), float("-inf"), -0.0]),
+                ),
+                min_size=c,
+                max_size=c,
+            ),
+            min_size=1,
+            max_size=20,
+        ),
+        st.integers(1, c),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -329,9 +383,11 @@ def test_slow_agrees_on_ranks_accuracy_and_topk(data, ties, seed):
     x = np.array(rows)
     assert list(tm.target_rank(x, targets, ties=ties)) == slow.target_rank(rows, targets, ties)
     assert tm.topk_accuracy(x, targets, k=k, ties=ties) == pytest.approx(
-        slow.topk_accuracy(rows, targets, k=k, ties=ties), abs=1e-12)
+        slow.topk_accuracy(rows, targets, k=k, ties=ties), abs=1e-12
+    )
     assert tm.mean_reciprocal_rank(x, targets, ties=ties) == pytest.approx(
-        slow.mean_reciprocal_rank(rows, targets, ties=ties), abs=1e-12)
+        slow.mean_reciprocal_rank(rows, targets, ties=ties), abs=1e-12
+    )
     for largest in (True, False):
         v, i = tm.topk(x, k, largest=largest)
         sv, si = slow.topk(rows, k, largest=largest)

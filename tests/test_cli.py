@@ -1,4 +1,5 @@
 """The command line, run as a user would: in a subprocess."""
+
 import json
 import subprocess
 import sys
@@ -6,14 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA, read_lines
 
 import turbometrics as tm
-from conftest import DATA, read_lines
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "turbometrics.cli", *args], capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "turbometrics.cli", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_bench_quick_prints_every_metric_against_its_baselines(tmp_path):
@@ -37,8 +39,15 @@ def test_bench_quick_prints_every_metric_against_its_baselines(tmp_path):
 
 def test_bench_times_read_in_fitting_units():
     from turbometrics._bench import format_seconds
-    assert [format_seconds(t) for t in (3.2e-7, 2.87e-5, 8.12e-4, 0.0287, 1.93, 123.4)] == \
-        ["0.32 us", "28.7 us", "812 us", "28.7 ms", "1.93 s", "123 s"]
+
+    assert [format_seconds(t) for t in (3.2e-7, 2.87e-5, 8.12e-4, 0.0287, 1.93, 123.4)] == [
+        "0.32 us",
+        "28.7 us",
+        "812 us",
+        "28.7 ms",
+        "1.93 s",
+        "123 s",
+    ]
 
 
 def test_version():
@@ -60,14 +69,23 @@ KIT, FBK = str(WMT / "KIT.4950.hyp.de"), str(WMT / "FBK.4870.hyp.de")
 
 
 def sacrebleu(*args):
-    out = subprocess.run([sys.executable, "-m", "sacrebleu.sacrebleu", *args], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "sacrebleu.sacrebleu", *args], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
 
-@pytest.mark.parametrize("flags", [[], ["-w", "3"], ["--confidence"], ["-lc", "-tok", "intl", "-w", "2"],
-                                   ["-s", "floor", "--confidence", "--seed", "7"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        [],
+        ["-w", "3"],
+        ["--confidence"],
+        ["-lc", "-tok", "intl", "-w", "2"],
+        ["-s", "floor", "--confidence", "--seed", "7"],
+    ],
+)
 def test_bleu_prints_what_sacrebleu_prints(flags, monkeypatch):
     # our --seed is sacrebleu's SACREBLEU_SEED
     theirs = [f for i, f in enumerate(flags) if f != "--seed" and (i == 0 or flags[i - 1] != "--seed")]
@@ -82,8 +100,13 @@ def test_bleu_prints_what_sacrebleu_prints(flags, monkeypatch):
 
 def test_chrf_from_stdin_and_json():
     with open(KIT, "rb") as fh:
-        ours = subprocess.run([sys.executable, "-m", "turbometrics.cli", "chrf", REF, "--word-order", "2",
-                               "--confidence", "--json"], stdin=fh, capture_output=True, text=True, timeout=600)
+        ours = subprocess.run(
+            [sys.executable, "-m", "turbometrics.cli", "chrf", REF, "--word-order", "2", "--confidence", "--json"],
+            stdin=fh,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == sacrebleu(REF, "-i", KIT, "-m", "chrf", "--chrf-word-order", "2", "--confidence")
 
@@ -111,8 +134,9 @@ def test_rouge_and_array_commands(tmp_path, summaries):
     assert out.returncode == 0, out.stderr
     expect = tm.rouge([p.rstrip() for p in preds], [r.rstrip() for r in refs], use_stemmer=True)
     assert json.loads(out.stdout)["rougeL"]["fmeasure"] == float(expect["rougeL"].fmeasure.mean())
-    ci = json.loads(run("rouge", str(tmp_path / "r.txt"), "-i", str(tmp_path / "p.txt"), "--confidence",
-                        "--json").stdout)
+    ci = json.loads(
+        run("rouge", str(tmp_path / "r.txt"), "-i", str(tmp_path / "p.txt"), "--confidence", "--json").stdout
+    )
     assert ci["rouge1"]["low"]["fmeasure"] < ci["rouge1"]["mid"]["fmeasure"] < ci["rouge1"]["high"]["fmeasure"]
 
     rng = np.random.default_rng(0)
@@ -127,18 +151,22 @@ def test_rouge_and_array_commands(tmp_path, summaries):
         assert json.loads(out.stdout)["value"] == tm.perplexity(logits, targets)
     np.savez(tmp_path / "cls.npz", scores=logits.reshape(-1, 40), targets=targets.reshape(-1))
     out = run("topk-accuracy", str(tmp_path / "cls.npz"), "-k", "1", "5", "--json")
-    assert json.loads(out.stdout)["value"] == list(tm.topk_accuracy(logits.reshape(-1, 40), targets.reshape(-1),
-                                                                    k=(1, 5)))
+    assert json.loads(out.stdout)["value"] == list(
+        tm.topk_accuracy(logits.reshape(-1, 40), targets.reshape(-1), k=(1, 5))
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["bleu", "missing.txt", "-i", KIT], "no such file: missing.txt"),
-    (["bleu", REF, "-i", KIT, "-tok", "moses"], "tokenize"),
-    (["bleu", REF, "-i", KIT, "--paired-bs"], "baseline and at least one system"),
-    (["chrf", REF, "-i", __file__], "lines but the reference"),
-    (["perplexity", __file__], ".npz"),
-    (["topk-accuracy", "nope.npz"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bleu", "missing.txt", "-i", KIT], "no such file: missing.txt"),
+        (["bleu", REF, "-i", KIT, "-tok", "moses"], "tokenize"),
+        (["bleu", REF, "-i", KIT, "--paired-bs"], "baseline and at least one system"),
+        (["chrf", REF, "-i", __file__], "lines but the reference"),
+        (["perplexity", __file__], ".npz"),
+        (["topk-accuracy", "nope.npz"], "no such file"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args, message):
     out = run(*args)
     assert out.returncode == 2

@@ -5,12 +5,14 @@ strided view) gives the same result. A new metric joins by adding a row to METRI
 
 Generated inputs are small and seeded, with ties, ignored rows, empty segments, unicode and extreme values.
 """
+
 from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,8 +22,28 @@ import turbometrics as tm
 from turbometrics import slow
 
 SEEDS = range(8)
-TEXT_WORDS = ["the", "cat", "sat", "on", "mat", ".", ",", "Straße", "naïve", "日本", "😀", "don't", "3.14", "-",
-              "a", "A", "the", "THE", "x" * 30, ""]
+TEXT_WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    ".",
+    ",",
+    "Straße",
+    "naïve",
+    "日本",
+    "😀",
+    "don't",
+    "3.14",
+    "-",
+    "a",
+    "A",
+    "the",
+    "THE",
+    "x" * 30,
+    "",
+]
 
 
 def have(module: str) -> bool:
@@ -29,6 +51,7 @@ def have(module: str) -> bool:
 
 
 # ---------------------------------------------------------------- generated inputs
+
 
 def _scores(rng, n=None, c=None, dtype=np.float64):
     """Scores with ties (rounded values), sometimes extreme values and NaN-free."""
@@ -98,8 +121,9 @@ def _hidden_inputs(rng):
 def _torch_linear(a, kw):
     """(logits from torch's F.linear, targets, ignore_index): the head as PyTorch computes it, float64."""
     b = kw.get("bias")
-    logits = torch.nn.functional.linear(torch.from_numpy(a[0]), torch.from_numpy(a[1]),
-                                        None if b is None else torch.from_numpy(b))
+    logits = torch.nn.functional.linear(
+        torch.from_numpy(a[0]), torch.from_numpy(a[1]), None if b is None else torch.from_numpy(b)
+    )
     return logits.numpy(), a[2], kw["ignore_index"]
 
 
@@ -136,13 +160,16 @@ def _lcs_inputs(rng):
 
 def _tokenize_inputs(rng):
     return (_sentence(rng) + rng.choice(["", " ", "&amp; x", "1,000.5", "a-b"]),), {
-        "tokenizer": str(rng.choice(["13a", "char", "none"]))}
+        "tokenizer": str(rng.choice(["13a", "char", "none"]))
+    }
 
 
 # ---------------------------------------------------------------- oracles
 
+
 def _sk_topk(x, t, k):
     from sklearn.metrics import top_k_accuracy_score
+
     return top_k_accuracy_score(t, x, k=k, labels=range(x.shape[1]))
 
 
@@ -153,51 +180,60 @@ def _torch_topk(x, k):
 
 def _torch_nll(logits, targets, ignore_index):
     z = torch.from_numpy(logits).double().reshape(-1, logits.shape[-1])
-    out = torch.nn.functional.cross_entropy(z, torch.from_numpy(targets).reshape(-1), reduction="none",
-                                            ignore_index=ignore_index)
+    out = torch.nn.functional.cross_entropy(
+        z, torch.from_numpy(targets).reshape(-1), reduction="none", ignore_index=ignore_index
+    )
     return out.reshape(targets.shape).numpy()
 
 
 def _torch_ppl(logits, targets, ignore_index):
     z = torch.from_numpy(logits).double().reshape(-1, logits.shape[-1])
     t = torch.from_numpy(targets).reshape(-1)
-    return math.exp(torch.nn.functional.cross_entropy(z, t, ignore_index=ignore_index).item()) if (
-        t != ignore_index).any() else float("nan")
+    return (
+        math.exp(torch.nn.functional.cross_entropy(z, t, ignore_index=ignore_index).item())
+        if (t != ignore_index).any()
+        else float("nan")
+    )
 
 
 def _sacrebleu(name):
     def run(*args, **kw):
         import sacrebleu
+
         return getattr(sacrebleu, name)(*args, **kw)
+
     return run
 
 
 def _rouge_score(preds, refs, use_stemmer):
     from rouge_score import rouge_scorer
+
     types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
     sc = rouge_scorer.RougeScorer(types, use_stemmer=use_stemmer)
     res = [sc.score_multi(r if isinstance(r, list) else [r], p) for p, r in zip(preds, refs)]
-    return {t: tuple(np.array([getattr(x[t], f) for x in res]) for f in ("precision", "recall", "fmeasure"))
-            for t in types}
+    return {
+        t: tuple(np.array([getattr(x[t], f) for x in res]) for f in ("precision", "recall", "fmeasure")) for t in types
+    }
 
 
 # ---------------------------------------------------------------- the table
 
+
 @dataclass
 class Row:
     name: str
-    fast: Callable                       # the public function
-    slow: Callable                       # its plain-Python twin (lists in)
-    make: Callable                       # rng -> (args, kwargs)
-    bad: list = field(default_factory=list)   # (args, kwargs) both must reject
-    oracle: Callable | None = None       # (args, kwargs) -> the anchor's result, if installed
+    fast: Callable  # the public function
+    slow: Callable  # its plain-Python twin (lists in)
+    make: Callable  # rng -> (args, kwargs)
+    bad: list = field(default_factory=list)  # (args, kwargs) both must reject
+    oracle: Callable | None = None  # (args, kwargs) -> the anchor's result, if installed
     oracle_needs: str = ""
-    metric: Callable | None = None       # kwargs -> a tm.metrics object (for chunked == one shot)
-    rtol: float = 0.0                    # fast vs slow (exact where 0)
+    metric: Callable | None = None  # kwargs -> a tm.metrics object (for chunked == one shot)
+    rtol: float = 0.0  # fast vs slow (exact where 0)
     oracle_rtol: float = 0.0
     oracle_view: Callable = lambda r: r  # the part of the result the oracle defines
-    threads: bool = True                 # takes num_threads
-    arrays: tuple = ()                   # positions of array arguments (input-type check)
+    threads: bool = True  # takes num_threads
+    arrays: tuple = ()  # positions of array arguments (input-type check)
 
 
 def _lists(args):
@@ -212,81 +248,256 @@ _ARRAY_BAD = [((_X, np.array([0, 1, 4])), {}), ((_X, np.array([0, 1])), {}), ((_
 _TEXT_BAD = [(("a b", [["a b"]]), {}), ((["a", "b"], [["a"]]), {}), ((["a"], [[None]]), {}), ((["a"], []), {})]
 
 METRICS = [
-    Row("topk_accuracy", tm.topk_accuracy, slow.topk_accuracy, _class_inputs,
+    Row(
+        "topk_accuracy",
+        tm.topk_accuracy,
+        slow.topk_accuracy,
+        _class_inputs,
         _ARRAY_BAD + [((_X, _T), {"k": 0}), ((_X, _T), {"k": 5})],
-        lambda a, kw: _sk_topk(a[0], a[1], kw["k"]), "sklearn",
-        metric=lambda kw: tm.metrics.TopKAccuracy(**kw), arrays=(0, 1)),
-    Row("mean_reciprocal_rank", tm.mean_reciprocal_rank, slow.mean_reciprocal_rank, _rank_inputs, _ARRAY_BAD,
-        metric=lambda kw: tm.metrics.MeanReciprocalRank(**kw), rtol=1e-15, arrays=(0, 1)),
+        lambda a, kw: _sk_topk(a[0], a[1], kw["k"]),
+        "sklearn",
+        metric=lambda kw: tm.metrics.TopKAccuracy(**kw),
+        arrays=(0, 1),
+    ),
+    Row(
+        "mean_reciprocal_rank",
+        tm.mean_reciprocal_rank,
+        slow.mean_reciprocal_rank,
+        _rank_inputs,
+        _ARRAY_BAD,
+        metric=lambda kw: tm.metrics.MeanReciprocalRank(**kw),
+        rtol=1e-15,
+        arrays=(0, 1),
+    ),
     Row("target_rank", tm.target_rank, slow.target_rank, _rank_inputs, _ARRAY_BAD, arrays=(0, 1)),
-    Row("topk", tm.topk, slow.topk, _topk_inputs, [((_X,), {"k": 0}), ((_X,), {"k": 5})],
-        lambda a, kw: _torch_topk(a[0], kw["k"]), "torch", arrays=(0,),
-        oracle_view=lambda r: r[0]),  # values: torch orders the indices of ties its own way
-    Row("token_nll", tm.token_nll, slow.token_nll, _lm_inputs,
+    Row(
+        "topk",
+        tm.topk,
+        slow.topk,
+        _topk_inputs,
+        [((_X,), {"k": 0}), ((_X,), {"k": 5})],
+        lambda a, kw: _torch_topk(a[0], kw["k"]),
+        "torch",
+        arrays=(0,),
+        oracle_view=lambda r: r[0],
+    ),  # values: torch orders the indices of ties its own way
+    Row(
+        "token_nll",
+        tm.token_nll,
+        slow.token_nll,
+        _lm_inputs,
         [((_L, _LT + 3), {}), ((_L, _LT[:, :1]), {}), ((_L, -_LT - 1), {})],
-        lambda a, kw: _torch_nll(*a, kw["ignore_index"]), "torch", rtol=2e-6, oracle_rtol=2e-6, arrays=(0, 1)),
-    Row("perplexity", tm.perplexity, slow.perplexity, _lm_inputs,
+        lambda a, kw: _torch_nll(*a, kw["ignore_index"]),
+        "torch",
+        rtol=2e-6,
+        oracle_rtol=2e-6,
+        arrays=(0, 1),
+    ),
+    Row(
+        "perplexity",
+        tm.perplexity,
+        slow.perplexity,
+        _lm_inputs,
         [((_L, _LT + 3), {}), ((_L, _LT[:, :1]), {})],
-        lambda a, kw: _torch_ppl(*a, kw["ignore_index"]), "torch",
-        metric=lambda kw: tm.metrics.Perplexity(**kw), rtol=2e-6, oracle_rtol=2e-6, arrays=(0, 1)),
-    Row("perplexity_from_log_probs", tm.perplexity_from_log_probs, slow.perplexity_from_log_probs, _log_prob_inputs,
-        [((_L, _LT + 3), {})], metric=lambda kw: tm.metrics.Perplexity(input="log_probs", **kw), rtol=1e-12,
-        threads=False, arrays=(0, 1)),
-    Row("perplexity_from_probs", tm.perplexity_from_probs, slow.perplexity_from_probs, _prob_inputs,
-        [((_L, _LT + 3), {})], metric=lambda kw: tm.metrics.Perplexity(input="probs", **kw), rtol=1e-12,
-        threads=False, arrays=(0, 1)),
-    Row("perplexity_from_nll", tm.perplexity_from_nll, slow.perplexity_from_nll, _nll_inputs, [],
-        metric=lambda kw: tm.metrics.Perplexity(input="nll", reduction="token"), rtol=1e-12, threads=False,
-        arrays=(0,)),
-    Row("token_nll_from_hidden", tm.token_nll_from_hidden, slow.token_nll_from_hidden, _hidden_inputs,
-        [((_L, np.zeros((3, 4), np.float32), _LT + 3), {}), ((_L, np.zeros((3, 5), np.float32), _LT), {}),
-         ((_L, np.zeros((3, 4), np.float32), _LT[:, :1]), {})],
-        lambda a, kw: _torch_nll(*_torch_linear(a, kw)), "torch", rtol=1e-9, oracle_rtol=1e-9, arrays=(2,)),
-    Row("perplexity_from_hidden", tm.perplexity_from_hidden, slow.perplexity_from_hidden, _hidden_inputs,
+        lambda a, kw: _torch_ppl(*a, kw["ignore_index"]),
+        "torch",
+        metric=lambda kw: tm.metrics.Perplexity(**kw),
+        rtol=2e-6,
+        oracle_rtol=2e-6,
+        arrays=(0, 1),
+    ),
+    Row(
+        "perplexity_from_log_probs",
+        tm.perplexity_from_log_probs,
+        slow.perplexity_from_log_probs,
+        _log_prob_inputs,
+        [((_L, _LT + 3), {})],
+        metric=lambda kw: tm.metrics.Perplexity(input="log_probs", **kw),
+        rtol=1e-12,
+        threads=False,
+        arrays=(0, 1),
+    ),
+    Row(
+        "perplexity_from_probs",
+        tm.perplexity_from_probs,
+        slow.perplexity_from_probs,
+        _prob_inputs,
+        [((_L, _LT + 3), {})],
+        metric=lambda kw: tm.metrics.Perplexity(input="probs", **kw),
+        rtol=1e-12,
+        threads=False,
+        arrays=(0, 1),
+    ),
+    Row(
+        "perplexity_from_nll",
+        tm.perplexity_from_nll,
+        slow.perplexity_from_nll,
+        _nll_inputs,
+        [],
+        metric=lambda kw: tm.metrics.Perplexity(input="nll", reduction="token"),
+        rtol=1e-12,
+        threads=False,
+        arrays=(0,),
+    ),
+    Row(
+        "token_nll_from_hidden",
+        tm.token_nll_from_hidden,
+        slow.token_nll_from_hidden,
+        _hidden_inputs,
+        [
+            ((_L, np.zeros((3, 4), np.float32), _LT + 3), {}),
+            ((_L, np.zeros((3, 5), np.float32), _LT), {}),
+            ((_L, np.zeros((3, 4), np.float32), _LT[:, :1]), {}),
+        ],
+        lambda a, kw: _torch_nll(*_torch_linear(a, kw)),
+        "torch",
+        rtol=1e-9,
+        oracle_rtol=1e-9,
+        arrays=(2,),
+    ),
+    Row(
+        "perplexity_from_hidden",
+        tm.perplexity_from_hidden,
+        slow.perplexity_from_hidden,
+        _hidden_inputs,
         [((_L, np.zeros((3, 4), np.float32), _LT + 3), {}), ((_L, np.zeros((3, 5), np.float32), _LT), {})],
-        lambda a, kw: _torch_ppl(*_torch_linear(a, kw)), "torch", rtol=1e-9, oracle_rtol=1e-9, arrays=(2,)),
-    Row("corpus_bleu", tm.corpus_bleu, slow.corpus_bleu, _text_inputs, _TEXT_BAD,
-        lambda a, kw: _sacrebleu("corpus_bleu")(*a), "sacrebleu", metric=lambda kw: tm.metrics.BLEU(**kw)),
-    Row("sentence_bleu", tm.sentence_bleu, slow.sentence_bleu,
-        _sentence_inputs, [((["a"], ["a"]), {}), (("a", "a"), {}), (("a", []), {})],
-        lambda a, kw: _sacrebleu("sentence_bleu")(*a), "sacrebleu", threads=False),
-    Row("segment_bleu", tm.segment_bleu, slow.segment_bleu, _text_inputs, _TEXT_BAD,
-        lambda a, kw: [_sacrebleu("sentence_bleu")(h, [r for r in refs if r is not None]).score
-                       for h, *refs in zip(a[0], *a[1])], "sacrebleu"),
-    Row("corpus_chrf", tm.corpus_chrf, slow.corpus_chrf, _text_inputs, _TEXT_BAD,
-        lambda a, kw: _sacrebleu("corpus_chrf")(*a), "sacrebleu", metric=lambda kw: tm.metrics.CHRF(**kw)),
-    Row("sentence_chrf", tm.sentence_chrf, slow.sentence_chrf,
-        _sentence_inputs, [((["a"], ["a"]), {}), (("a", []), {})],
-        lambda a, kw: _sacrebleu("sentence_chrf")(*a), "sacrebleu", threads=False),
-    Row("segment_chrf", tm.segment_chrf, slow.segment_chrf, _text_inputs, _TEXT_BAD,
-        lambda a, kw: [_sacrebleu("sentence_chrf")(h, [r for r in refs if r is not None]).score
-                       for h, *refs in zip(a[0], *a[1])], "sacrebleu"),
-    Row("corpus_ter", tm.corpus_ter, slow.corpus_ter, _text_inputs, _TEXT_BAD,
-        lambda a, kw: _sacrebleu("corpus_ter")(*a), "sacrebleu", metric=lambda kw: tm.metrics.TER(**kw)),
-    Row("sentence_ter", tm.sentence_ter, slow.sentence_ter, _sentence_inputs,
+        lambda a, kw: _torch_ppl(*_torch_linear(a, kw)),
+        "torch",
+        rtol=1e-9,
+        oracle_rtol=1e-9,
+        arrays=(2,),
+    ),
+    Row(
+        "corpus_bleu",
+        tm.corpus_bleu,
+        slow.corpus_bleu,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: _sacrebleu("corpus_bleu")(*a),
+        "sacrebleu",
+        metric=lambda kw: tm.metrics.BLEU(**kw),
+    ),
+    Row(
+        "sentence_bleu",
+        tm.sentence_bleu,
+        slow.sentence_bleu,
+        _sentence_inputs,
         [((["a"], ["a"]), {}), (("a", "a"), {}), (("a", []), {})],
-        lambda a, kw: _sacrebleu("sentence_ter")(*a), "sacrebleu", threads=False),
-    Row("segment_ter", tm.segment_ter, slow.segment_ter, _text_inputs, _TEXT_BAD,
-        lambda a, kw: [_sacrebleu("sentence_ter")(h, [r for r in refs if r is not None]).score
-                       for h, *refs in zip(a[0], *a[1])], "sacrebleu"),
-    Row("rouge", tm.rouge, slow.rouge, _rouge_inputs,
+        lambda a, kw: _sacrebleu("sentence_bleu")(*a),
+        "sacrebleu",
+        threads=False,
+    ),
+    Row(
+        "segment_bleu",
+        tm.segment_bleu,
+        slow.segment_bleu,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: [
+            _sacrebleu("sentence_bleu")(h, [r for r in refs if r is not None]).score for h, *refs in zip(a[0], *a[1])
+        ],
+        "sacrebleu",
+    ),
+    Row(
+        "corpus_chrf",
+        tm.corpus_chrf,
+        slow.corpus_chrf,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: _sacrebleu("corpus_chrf")(*a),
+        "sacrebleu",
+        metric=lambda kw: tm.metrics.CHRF(**kw),
+    ),
+    Row(
+        "sentence_chrf",
+        tm.sentence_chrf,
+        slow.sentence_chrf,
+        _sentence_inputs,
+        [((["a"], ["a"]), {}), (("a", []), {})],
+        lambda a, kw: _sacrebleu("sentence_chrf")(*a),
+        "sacrebleu",
+        threads=False,
+    ),
+    Row(
+        "segment_chrf",
+        tm.segment_chrf,
+        slow.segment_chrf,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: [
+            _sacrebleu("sentence_chrf")(h, [r for r in refs if r is not None]).score for h, *refs in zip(a[0], *a[1])
+        ],
+        "sacrebleu",
+    ),
+    Row(
+        "corpus_ter",
+        tm.corpus_ter,
+        slow.corpus_ter,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: _sacrebleu("corpus_ter")(*a),
+        "sacrebleu",
+        metric=lambda kw: tm.metrics.TER(**kw),
+    ),
+    Row(
+        "sentence_ter",
+        tm.sentence_ter,
+        slow.sentence_ter,
+        _sentence_inputs,
+        [((["a"], ["a"]), {}), (("a", "a"), {}), (("a", []), {})],
+        lambda a, kw: _sacrebleu("sentence_ter")(*a),
+        "sacrebleu",
+        threads=False,
+    ),
+    Row(
+        "segment_ter",
+        tm.segment_ter,
+        slow.segment_ter,
+        _text_inputs,
+        _TEXT_BAD,
+        lambda a, kw: [
+            _sacrebleu("sentence_ter")(h, [r for r in refs if r is not None]).score for h, *refs in zip(a[0], *a[1])
+        ],
+        "sacrebleu",
+    ),
+    Row(
+        "rouge",
+        tm.rouge,
+        slow.rouge,
+        _rouge_inputs,
         [(("a b", ["a"]), {}), ((["a", "b"], ["a"]), {}), ((["a"], [[]]), {})],
-        lambda a, kw: _rouge_score(*a, **kw), "rouge_score", metric=lambda kw: tm.metrics.ROUGE(**kw),
-        oracle_view=lambda r: {t: tuple(s) for t, s in r.items()}),
+        lambda a, kw: _rouge_score(*a, **kw),
+        "rouge_score",
+        metric=lambda kw: tm.metrics.ROUGE(**kw),
+        oracle_view=lambda r: {t: tuple(s) for t, s in r.items()},
+    ),
     Row("lcs_length", tm.lcs_length, slow.lcs_length, _lcs_inputs, [(([[1]], [[1], [2]]), {})]),
-    Row("tokenize", tm.tokenize, slow.tokenize, _tokenize_inputs, [(("a",), {"tokenizer": "moses"})],
-        lambda a, kw: _sacrebleu_tokens(a[0], kw["tokenizer"]), "sacrebleu", threads=False),
+    Row(
+        "tokenize",
+        tm.tokenize,
+        slow.tokenize,
+        _tokenize_inputs,
+        [(("a",), {"tokenizer": "moses"})],
+        lambda a, kw: _sacrebleu_tokens(a[0], kw["tokenizer"]),
+        "sacrebleu",
+        threads=False,
+    ),
 ]
 
 
 def _sacrebleu_tokens(text, name):
     from sacrebleu.tokenizers import tokenizer_13a, tokenizer_char, tokenizer_none
-    tok = {"13a": tokenizer_13a.Tokenizer13a, "char": tokenizer_char.TokenizerChar,
-           "none": tokenizer_none.NoneTokenizer}[name]()
+
+    tok = {
+        "13a": tokenizer_13a.Tokenizer13a,
+        "char": tokenizer_char.TokenizerChar,
+        "none": tokenizer_none.NoneTokenizer,
+    }[name]()
     return tok(text.rstrip()).split()
 
 
 # ---------------------------------------------------------------- comparing results
+
 
 def _plain(x: Any) -> Any:
     """A result as nested floats/ints/strs for comparison."""
@@ -336,6 +547,7 @@ ids = [r.name for r in METRICS]
 
 # ---------------------------------------------------------------- the checks
 
+
 @pytest.mark.parametrize("row", METRICS, ids=ids)
 def test_fast_equals_slow(row):
     if row.name == "rouge" and not have("nltk"):
@@ -349,8 +561,9 @@ def test_fast_equals_oracle(row):
     if not have(row.oracle_needs):
         pytest.fail(f"{row.oracle_needs} (a test extra) is not installed")
     for args, kw in _cases(row):
-        assert_same(row.oracle_view(row.fast(*args, **kw)), row.oracle_view(row.oracle(args, kw)),
-                    row.oracle_rtol, row.name)
+        assert_same(
+            row.oracle_view(row.fast(*args, **kw)), row.oracle_view(row.oracle(args, kw)), row.oracle_rtol, row.name
+        )
 
 
 @pytest.mark.parametrize("row", [r for r in METRICS if r.bad], ids=[r.name for r in METRICS if r.bad])
@@ -358,7 +571,7 @@ def test_both_raise_or_neither(row):
     for args, kw in row.bad:
         with pytest.raises((ValueError, TypeError)):
             row.fast(*args, **kw)
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - the slow twin raises whatever its Python raises
             row.slow(*_lists(args), **kw)
 
 
@@ -368,8 +581,12 @@ def _chunks(args, rng):
     cuts = sorted(set(rng.integers(0, n + 1, int(rng.integers(0, 3))).tolist()) | {0, n})
     for lo, hi in zip(cuts, cuts[1:]):
         if hi > lo:
-            yield tuple(a[lo:hi] if isinstance(a, (list, np.ndarray)) and not isinstance(a, str) and len(a) == n
-                        else [s[lo:hi] for s in a] for a in args)
+            yield tuple(
+                a[lo:hi]
+                if isinstance(a, (list, np.ndarray)) and not isinstance(a, str) and len(a) == n
+                else [s[lo:hi] for s in a]
+                for a in args
+            )
 
 
 @pytest.mark.parametrize("row", [r for r in METRICS if r.metric], ids=[r.name for r in METRICS if r.metric])
@@ -421,15 +638,35 @@ def test_every_input_type_gives_the_same_result(row):
 
 
 def test_every_public_metric_has_a_row():
-    metrics = {"topk_accuracy", "mean_reciprocal_rank", "target_rank", "topk", "token_nll", "perplexity",
-               "perplexity_from_log_probs", "perplexity_from_probs", "perplexity_from_nll", "token_nll_from_hidden",
-               "perplexity_from_hidden", "corpus_bleu",
-               "sentence_bleu", "segment_bleu", "corpus_chrf", "sentence_chrf", "segment_chrf", "corpus_ter",
-               "sentence_ter", "segment_ter", "rouge",
-               "lcs_length", "tokenize"}
+    metrics = {
+        "topk_accuracy",
+        "mean_reciprocal_rank",
+        "target_rank",
+        "topk",
+        "token_nll",
+        "perplexity",
+        "perplexity_from_log_probs",
+        "perplexity_from_probs",
+        "perplexity_from_nll",
+        "token_nll_from_hidden",
+        "perplexity_from_hidden",
+        "corpus_bleu",
+        "sentence_bleu",
+        "segment_bleu",
+        "corpus_chrf",
+        "sentence_chrf",
+        "segment_chrf",
+        "corpus_ter",
+        "sentence_ter",
+        "segment_ter",
+        "rouge",
+        "lcs_length",
+        "tokenize",
+    }
     assert metrics <= set(tm.__all__)
     assert {r.name for r in METRICS} == metrics
     # every accumulator appears in the chunked check
     classes = {type(r.metric({})) for r in METRICS if r.metric and r.name != "topk_accuracy"} | {
-        tm.metrics.TopKAccuracy}
+        tm.metrics.TopKAccuracy
+    }
     assert classes == {getattr(tm.metrics, c) for c in tm.metrics.__all__ if c not in ("Metric", "Signature")}

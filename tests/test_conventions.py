@@ -1,4 +1,5 @@
 """The ecosystem's conventions: python -m, scikit-learn's cross_validate keys, clear errors."""
+
 import subprocess
 import sys
 
@@ -13,15 +14,22 @@ def test_python_dash_m_is_the_command(tmp_path):
     ref, hyp = tmp_path / "ref.txt", tmp_path / "hyp.txt"
     ref.write_text("the cat sat on the mat\n")
     hyp.write_text("the cat sat on a mat\n")
-    runs = [subprocess.run(cmd + ["bleu", str(ref), "-i", str(hyp)], capture_output=True, text=True)
-            for cmd in ([sys.executable, "-m", "turbometrics"], [sys.executable, "-m", "turbometrics.cli"])]
+    runs = [
+        subprocess.run(cmd + ["bleu", str(ref), "-i", str(hyp)], capture_output=True, text=True)
+        for cmd in ([sys.executable, "-m", "turbometrics"], [sys.executable, "-m", "turbometrics.cli"])
+    ]
     assert runs[0].returncode == 0 and runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith("BLEU|")
 
 
 def test_cross_validate_has_scikit_learns_keys():
     X, y = np.arange(20.0)[:, None], np.arange(20) % 2
-    res = tm.cross_validate(lambda Xtr, ytr, Xte: np.eye(2)[(Xte[:, 0] % 2).astype(int)], X, y, cv=4,
-                            metrics={"acc": lambda s, t: tm.topk_accuracy(s, t, k=1)})
+    res = tm.cross_validate(
+        lambda Xtr, ytr, Xte: np.eye(2)[(Xte[:, 0] % 2).astype(int)],
+        X,
+        y,
+        cv=4,
+        metrics={"acc": lambda s, t: tm.topk_accuracy(s, t, k=1)},
+    )
     assert list(res) == ["fit_time", "score_time", "test_acc"]
     df = pd.DataFrame(res)
     assert list(df.columns) == ["fit_time", "score_time", "test_acc"] and len(df) == 4
@@ -42,7 +50,7 @@ def test_gathered_log_probabilities():
     lp = np.log(np.array([[0.5, 0.25], [0.125, 0.5]]))
     mask = np.array([[True, True], [False, True]])
     assert tm.perplexity_from_log_probs(lp, mask=mask) == tm.perplexity_from_probs(np.exp(lp), mask=mask)
-    assert tm.perplexity_from_log_probs(lp[0]) == pytest.approx(2 ** 1.5)
+    assert tm.perplexity_from_log_probs(lp[0]) == pytest.approx(2**1.5)
     with pytest.raises(ValueError, match="ignore_index needs targets"):
         tm.perplexity_from_log_probs(lp, ignore_index=0)
 
@@ -53,8 +61,9 @@ def test_the_array_commands_say_when_a_file_is_not_npy(tmp_path):
     np.save(obj, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     np.save(t, np.array([0]))
     for path, msg in ((txt, "is not a .npy file"), (obj, "cannot read it as a numeric .npy array")):
-        out = subprocess.run([sys.executable, "-m", "turbometrics", "perplexity", str(path), str(t)],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "turbometrics", "perplexity", str(path), str(t)], capture_output=True, text=True
+        )
         assert out.returncode == 2 and msg in out.stderr and "allow_pickle" not in out.stderr, out.stderr
 
 
@@ -84,15 +93,20 @@ def test_rouge_takes_a_tokenizer_as_rouge_score_does(summaries, tokenizer):
     for i, (p, r) in enumerate(zip(preds, refs)):
         theirs = scorer.score(r, p)
         for t in types:
-            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == \
-                tuple(theirs[t]), (i, t)
+            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == tuple(
+                theirs[t]
+            ), (i, t)
     acc = tm.metrics.ROUGE(types, tokenizer=tokenizer).update(preds[:100], refs[:100]).update(preds[100:], refs[100:])
     assert all(np.array_equal(acc.compute()[t].fmeasure, ours[t].fmeasure) for t in types)
 
 
 def test_rouge_takes_pretokenized_input():
-    got = tm.rouge([["The", "cat", "."], ["a"]], [["The", "cat", "sat"], [["b"], ["a", "b"]]],
-                   ["rouge1", "rougeL"], tokenizer="pretokenized")
+    got = tm.rouge(
+        [["The", "cat", "."], ["a"]],
+        [["The", "cat", "sat"], [["b"], ["a", "b"]]],
+        ["rouge1", "rougeL"],
+        tokenizer="pretokenized",
+    )
     ws = tm.rouge(["The cat .", "a"], ["The cat sat", ["b", "a b"]], ["rouge1", "rougeL"], tokenizer=str.split)
     for t in ("rouge1", "rougeL"):
         assert np.array_equal(got[t].fmeasure, ws[t].fmeasure)

@@ -3,6 +3,7 @@
 NUMBA_ENABLE_CUDASIM must be set before numba is imported, hence the
 subprocesses. What ran is printed in pytest's summary (tests/conftest.py).
 """
+
 import os
 import subprocess
 import sys
@@ -10,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import GPU_REPORT, run_pytest
 
 import turbometrics as tm
-from conftest import GPU_REPORT, run_pytest
 
 ROOT = Path(__file__).resolve().parent
 

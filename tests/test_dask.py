@@ -1,4 +1,5 @@
 """tm.dask on a real multi-process LocalCluster equals the single-process functions."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,8 +14,12 @@ distributed = pytest.importorskip("dask.distributed")
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         assert len(c.scheduler_info()["workers"]) == 2
         yield c
 
@@ -45,21 +50,27 @@ def test_array_metrics_on_cluster(client):
     logits = rng.normal(size=(12, 16, 300)).astype(np.float32) * 4
     targets = rng.integers(0, 300, (12, 16))
     targets[3, 5:] = -100
-    blocks = [(logits[i:i + 3], targets[i:i + 3]) for i in range(0, 12, 3)]
+    blocks = [(logits[i : i + 3], targets[i : i + 3]) for i in range(0, 12, 3)]
     bag = db.from_sequence(blocks, npartitions=3)
     assert tm.dask.perplexity(bag, ignore_index=-100) == tm.perplexity(logits, targets, ignore_index=-100)
     assert tm.dask.perplexity(bag, ignore_index=-100, reduction="sequence") == tm.perplexity(
-        logits, targets, ignore_index=-100, reduction="sequence")
+        logits, targets, ignore_index=-100, reduction="sequence"
+    )
     flat = [(b[0].reshape(-1, 300), b[1].reshape(-1)) for b in blocks]
     got = tm.dask.topk_accuracy(db.from_sequence(flat, npartitions=2), k=(1, 5), ignore_index=-100)
-    np.testing.assert_array_equal(got, tm.topk_accuracy(logits.reshape(-1, 300), targets.reshape(-1), k=(1, 5),
-                                                        ignore_index=-100))
+    np.testing.assert_array_equal(
+        got, tm.topk_accuracy(logits.reshape(-1, 300), targets.reshape(-1), k=(1, 5), ignore_index=-100)
+    )
 
 
 def test_accumulate_and_bad_input():
     bag = db.from_sequence([("a b", "a b"), ("c", "d")], npartitions=2)
-    acc = tm.dask.accumulate(bag, tm.metrics.BLEU(), scheduler="sync",
-                             update=lambda a, part: a.update([h for h, _ in part], [[r for _, r in part]]))
+    acc = tm.dask.accumulate(
+        bag,
+        tm.metrics.BLEU(),
+        scheduler="sync",
+        update=lambda a, part: a.update([h for h, _ in part], [[r for _, r in part]]),
+    )
     assert acc.compute() == tm.corpus_bleu(["a b", "c"], [["a b", "d"]])
     with pytest.raises(TypeError, match="Dask bag or dataframe"):
         tm.dask.corpus_bleu([("a", "b")])
@@ -79,11 +90,14 @@ def test_perplexity_from_hidden_on_cluster(client):
     targets = rng.integers(0, 500, (12, 9))
     targets[3, 5:] = -100
     mask = rng.random((12, 9)) < 0.9
-    blocks = [(hidden[i:i + 3], targets[i:i + 3], mask[i:i + 3]) for i in range(0, 12, 3)]
+    blocks = [(hidden[i : i + 3], targets[i : i + 3], mask[i : i + 3]) for i in range(0, 12, 3)]
     bag = db.from_sequence(blocks, npartitions=3)
     for reduction in ("token", "sequence", "none"):
         got = tm.dask.perplexity_from_hidden(bag, weight, bias, ignore_index=-100, reduction=reduction, chunk=128)
-        np.testing.assert_allclose(got, tm.perplexity_from_hidden(hidden, weight, targets, bias, ignore_index=-100,
-                                                                  mask=mask, reduction=reduction), rtol=1e-14)
+        np.testing.assert_allclose(
+            got,
+            tm.perplexity_from_hidden(hidden, weight, targets, bias, ignore_index=-100, mask=mask, reduction=reduction),
+            rtol=1e-14,
+        )
     with pytest.raises(ValueError, match="bag items"):
         tm.dask.perplexity_from_hidden(db.from_sequence([hidden[:2]]), weight)

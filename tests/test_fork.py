@@ -5,6 +5,7 @@ test instead of stalling the run (the bug: GNU libgomp's team does not survive f
 parallel call waited forever). The build without OpenMP runs the same script in test_portability.py; a
 child that asks for the GPU after its parent used it is tests/gpu's (under the CUDA simulator).
 """
+
 import os
 import signal
 import subprocess
@@ -21,8 +22,15 @@ def run_fork_check(ways: list[str], env: dict | None = None, timeout: float = 24
     """fork_check.py's output; fails on a non-zero exit or a hang (not done within ``timeout`` a way)."""
     timeout *= len(ways)
     # its own session, so that a hang's forked grandchildren are killed with it
-    p = subprocess.Popen([sys.executable, str(HERE / "fork_check.py"), *ways], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=HERE, env=env, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, str(HERE / "fork_check.py"), *ways],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

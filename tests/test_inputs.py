@@ -1,4 +1,5 @@
 """Input coercion: zero-copy views of NumPy/torch/DLPack memory, and their results."""
+
 import numpy as np
 import pytest
 import torch
@@ -52,16 +53,22 @@ INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uin
 
 
 @settings(max_examples=150, deadline=None)
-@given(dtype=st.sampled_from(INT_DTYPES), n=st.integers(0, 40), n_classes=st.integers(1, 300),
-       ignore=st.one_of(st.none(), st.integers(-2**70, 2**70), st.integers(-3, 300)),
-       masked=st.booleans(), data=st.data())
+@given(
+    dtype=st.sampled_from(INT_DTYPES),
+    n=st.integers(0, 40),
+    n_classes=st.integers(1, 300),
+    ignore=st.one_of(st.none(), st.integers(-(2**70), 2**70), st.integers(-3, 300)),
+    masked=st.booleans(),
+    data=st.data(),
+)
 def test_targets_check_matches_numpy(dtype, n, n_classes, ignore, masked, data):
     """The compiled one-pass check of as_targets against the obvious NumPy steps, in every integer dtype
     (big-endian too), with ignore_index inside and outside the dtype's range, masks, and bad values."""
     info = np.iinfo(np.dtype(dtype))
     lo, hi = max(int(info.min), -5), min(int(info.max), n_classes + 5)
-    vals = data.draw(st.lists(st.integers(lo, hi) | st.sampled_from([int(info.min), int(info.max)]),
-                              min_size=n, max_size=n))
+    vals = data.draw(
+        st.lists(st.integers(lo, hi) | st.sampled_from([int(info.min), int(info.max)]), min_size=n, max_size=n)
+    )
     t = np.array(vals, dtype=dtype).reshape(-1)[::-1]  # a strided view too
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool) if masked else None
     counted = np.ones(n, bool) if ignore is None else np.array([v != ignore for v in t.tolist()], bool)

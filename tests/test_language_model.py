@@ -1,4 +1,5 @@
 """token_nll and the perplexity family: parity with torch / torchmetrics and slow/."""
+
 import math
 
 import ml_dtypes
@@ -48,11 +49,16 @@ def test_token_nll_equals_cross_entropy_per_token(rng, dtype, rtol):
 
 def test_extreme_logits_are_stable(rng):
     logits = rng.standard_normal((2, 5, 300)) * 1e4  # a naive exp overflows
-    logits[0, 0, :150] = -np.inf                      # masked vocabulary
+    logits[0, 0, :150] = -np.inf  # masked vocabulary
     targets = rng.integers(150, 300, (2, 5))
     got = tm.token_nll(logits, targets)
-    ce = F.cross_entropy(torch.from_numpy(logits).reshape(-1, 300), torch.from_numpy(targets).reshape(-1),
-                         reduction="none").numpy().reshape(2, 5)
+    ce = (
+        F.cross_entropy(
+            torch.from_numpy(logits).reshape(-1, 300), torch.from_numpy(targets).reshape(-1), reduction="none"
+        )
+        .numpy()
+        .reshape(2, 5)
+    )
     np.testing.assert_allclose(got, ce, rtol=1e-12, atol=1e-9)
     assert tm.token_nll(np.array([[0.0, -np.inf]]), [1])[0] == np.inf
 
@@ -125,16 +131,18 @@ def test_from_variants_agree(rng):
     expect = tm.perplexity(logits, targets, ignore_index=-100)
     for red in ("token", "sequence", "none"):
         ref = tm.perplexity(logits, targets, ignore_index=-100, reduction=red)
-        np.testing.assert_allclose(tm.perplexity_from_log_probs(logp, targets, ignore_index=-100, reduction=red),
-                                   ref, rtol=1e-12)
-        np.testing.assert_allclose(tm.perplexity_from_probs(probs, targets, ignore_index=-100, reduction=red),
-                                   ref, rtol=1e-12)
+        np.testing.assert_allclose(
+            tm.perplexity_from_log_probs(logp, targets, ignore_index=-100, reduction=red), ref, rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            tm.perplexity_from_probs(probs, targets, ignore_index=-100, reduction=red), ref, rtol=1e-12
+        )
         nll = tm.token_nll(logits, targets, ignore_index=-100)
-        np.testing.assert_allclose(tm.perplexity_from_nll(nll, mask=targets != -100, reduction=red), ref,
-                                   rtol=1e-15)
+        np.testing.assert_allclose(tm.perplexity_from_nll(nll, mask=targets != -100, reduction=red), ref, rtol=1e-15)
         gathered = np.take_along_axis(probs, np.where(targets < 0, 0, targets)[..., None], -1)[..., 0]
-        np.testing.assert_allclose(tm.perplexity_from_probs(gathered, mask=targets != -100, reduction=red),
-                                   ref, rtol=1e-12)
+        np.testing.assert_allclose(
+            tm.perplexity_from_probs(gathered, mask=targets != -100, reduction=red), ref, rtol=1e-12
+        )
     assert expect == pytest.approx(oracle_ppl(logits, targets), rel=1e-12)
 
 
@@ -153,7 +161,8 @@ def test_views_and_torch_input(rng):
     assert tm.perplexity(logits[:, :-1], targets[:, 1:]) == pytest.approx(ref, rel=2e-6)
     rev = logits[::-1, :, ::-1]
     assert tm.perplexity(rev, targets[::-1]) == pytest.approx(
-        oracle_ppl(np.ascontiguousarray(rev), targets[::-1]), rel=2e-6)
+        oracle_ppl(np.ascontiguousarray(rev), targets[::-1]), rel=2e-6
+    )
     out = tm.token_nll(torch.from_numpy(logits), torch.from_numpy(targets))
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
     lst = tm.perplexity(logits[0].tolist(), targets[0].tolist())
@@ -192,10 +201,14 @@ def test_thread_count_does_not_change_bits(rng):
 
 batch_st = st.tuples(st.integers(1, 3), st.integers(1, 6), st.integers(1, 9)).flatmap(
     lambda s: st.tuples(
-        st.lists(st.lists(st.lists(st.floats(-50, 50), min_size=s[2], max_size=s[2]), min_size=s[1],
-                          max_size=s[1]), min_size=s[0], max_size=s[0]),
-        st.lists(st.lists(st.integers(-1, s[2] - 1), min_size=s[1], max_size=s[1]), min_size=s[0],
-                 max_size=s[0])))
+        st.lists(
+            st.lists(st.lists(st.floats(-50, 50), min_size=s[2], max_size=s[2]), min_size=s[1], max_size=s[1]),
+            min_size=s[0],
+            max_size=s[0],
+        ),
+        st.lists(st.lists(st.integers(-1, s[2] - 1), min_size=s[1], max_size=s[1]), min_size=s[0], max_size=s[0]),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -218,19 +231,28 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
     def general(logits, targets, **kw):  # a mask of all True forces the general path
         return tm.perplexity(logits, targets, mask=np.ones(np.shape(targets), bool), **kw)
 
-    for v, dtype, pad in [(1, np.float32, 0.0), (31, np.float32, 0.2), (1000, np.float32, 0.1),
-                          (2049, np.float64, 0.1), (4097, ml_dtypes.bfloat16, 0.1), (300, np.float16, 0.0)]:
+    for v, dtype, pad in [
+        (1, np.float32, 0.0),
+        (31, np.float32, 0.2),
+        (1000, np.float32, 0.1),
+        (2049, np.float64, 0.1),
+        (4097, ml_dtypes.bfloat16, 0.1),
+        (300, np.float16, 0.0),
+    ]:
         logits, targets = lm_batch(rng, b=3, t=17, v=v, dtype=dtype, pad=pad)
         assert tm.perplexity(logits, targets, ignore_index=-100) == general(logits, targets, ignore_index=-100)
-        assert tm.perplexity(logits[0], targets[0], ignore_index=-100) == general(logits[0], targets[0],
-                                                                                  ignore_index=-100)
+        assert tm.perplexity(logits[0], targets[0], ignore_index=-100) == general(
+            logits[0], targets[0], ignore_index=-100
+        )
         strided = (logits[:, ::2], targets[:, ::2])  # views: a strided 1-D row of targets too
         assert tm.perplexity(*strided, ignore_index=-100) == general(*strided, ignore_index=-100)
         row = (logits[0, ::3], targets[0, ::3])
         assert tm.perplexity(*row, ignore_index=-100) == general(*row, ignore_index=-100)
         every = np.ones(targets.shape, bool)
-        np.testing.assert_array_equal(tm.token_nll(logits, targets, ignore_index=-100),
-                                      tm.token_nll(logits, targets, ignore_index=-100, mask=every))
+        np.testing.assert_array_equal(
+            tm.token_nll(logits, targets, ignore_index=-100),
+            tm.token_nll(logits, targets, ignore_index=-100, mask=every),
+        )
     many, many_t = lm_batch(rng, b=8, t=64, v=50)  # 512 rows: summed in the bins, past fsum's 256
     assert tm.perplexity(many, many_t, ignore_index=-100) == general(many, many_t, ignore_index=-100)
     assert tm.perplexity(many, many_t.clip(0)) == general(many, many_t.clip(0))
@@ -239,7 +261,7 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
     monkeypatch.setattr(lm, "_nll", fail)
     monkeypatch.setattr(lm, "_host_nll", fail)
     logits, targets = lm_batch(rng, v=100)
-    tm.perplexity(logits, targets, ignore_index=-100)                       # taken: no general path
+    tm.perplexity(logits, targets, ignore_index=-100)  # taken: no general path
     tm.perplexity(many, many_t, ignore_index=-100)
     tm.perplexity(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=-100)
     out = tm.token_nll(torch.from_numpy(logits), torch.from_numpy(targets), ignore_index=np.int64(-100))
@@ -255,10 +277,15 @@ def test_short_way_equals_the_general_path(rng, monkeypatch):
     huge = np.array([[1e308, -1e308], [1e308, -1e308]])
     assert tm.perplexity(huge, [0, 1]) == general(huge, [0, 1])
     assert tm.perplexity(logits, targets.clip(0), ignore_index=2**70) == general(logits, targets.clip(0))
-    assert tm.perplexity(logits, targets.astype(np.int32), ignore_index=-100) == general(logits, targets,
-                                                                                         ignore_index=-100)
-    for t, err in [(np.full(targets.shape, 100), ValueError), (np.full(targets.shape, -5), ValueError),
-                   (targets.astype(float), TypeError), (targets[:, :-1], ValueError)]:
+    assert tm.perplexity(logits, targets.astype(np.int32), ignore_index=-100) == general(
+        logits, targets, ignore_index=-100
+    )
+    for t, err in [
+        (np.full(targets.shape, 100), ValueError),
+        (np.full(targets.shape, -5), ValueError),
+        (targets.astype(float), TypeError),
+        (targets[:, :-1], ValueError),
+    ]:
         with pytest.raises(err) as general_err:
             lm._nll(logits, t, -100, None, None, None)
         for f in (tm.perplexity, tm.token_nll):

@@ -1,5 +1,6 @@
 """NumPy's legacy RandomState stream continued in compiled code (_legacy_rng.py, _ext/resample.hpp): the same
 integers, the same final state, and rouge-score's bootstrap means bit for bit."""
+
 import time
 
 import numpy as np
@@ -34,8 +35,23 @@ def twins(seed, before):
     return pair
 
 
-N_VALUES = [1, 2, 3, 7, 1000, 2000, 2 ** 16, 2 ** 31 - 1, 2 ** 31 + 1, 2 ** 32 - 1,
-            2 ** 32, 2 ** 32 + 1, 2 ** 40 + 12345, 2 ** 62 + 1, 2 ** 63 - 1]
+N_VALUES = [
+    1,
+    2,
+    3,
+    7,
+    1000,
+    2000,
+    2**16,
+    2**31 - 1,
+    2**31 + 1,
+    2**32 - 1,
+    2**32,
+    2**32 + 1,
+    2**40 + 12345,
+    2**62 + 1,
+    2**63 - 1,
+]
 
 
 @pytest.mark.parametrize("n", N_VALUES)
@@ -52,7 +68,7 @@ def test_randint_values_and_state(n, before, seed):
 
 
 @pytest.mark.parametrize("pos", [0, 1, 300, 622, 623, 624])
-@pytest.mark.parametrize("n", [1, 2, 1000, 2 ** 32 - 1, 2 ** 32, 2 ** 33 + 5, 2 ** 63 - 1])
+@pytest.mark.parametrize("n", [1, 2, 1000, 2**32 - 1, 2**32, 2**33 + 5, 2**63 - 1])
 def test_randint_at_block_edges(pos, n):
     """Every position of the key, including the lazy twist (pos 624), a 64-bit draw split across the twist
     (pos 623), and an output that ends exactly at the end of a block."""
@@ -69,7 +85,7 @@ def test_randint_whole_block_ends_at_624():
     """n = 2**32 takes every word: 624 - pos draws end at pos 624 exactly (NumPy twists lazily)."""
     a, b = twins(3, "mid-block")
     pos = a.get_state()[2]
-    assert np.array_equal(randint_legacy(b, 2 ** 32, 624 - pos), a.randint(0, 2 ** 32, size=624 - pos))
+    assert np.array_equal(randint_legacy(b, 2**32, 624 - pos), a.randint(0, 2**32, size=624 - pos))
     assert b.get_state()[2] == 624
     assert_same_state(a, b)
 
@@ -135,9 +151,21 @@ def hard_matrix(rng, n, m):
     return x
 
 
-@pytest.mark.parametrize("n,m,n_samples", [(1, 3, 5), (2, 3, 40), (3, 1, 40), (7, 2, 30), (200, 1, 30),
-                                           (200, 3, 50), (1000, 3, 40), (1000, 1, 20), (2000, 5, 20),
-                                           (3001, 4, 10)])
+@pytest.mark.parametrize(
+    "n,m,n_samples",
+    [
+        (1, 3, 5),
+        (2, 3, 40),
+        (3, 1, 40),
+        (7, 2, 30),
+        (200, 1, 30),
+        (200, 3, 50),
+        (1000, 3, 40),
+        (1000, 1, 20),
+        (2000, 5, 20),
+        (3001, 4, 10),
+    ],
+)
 @pytest.mark.parametrize("before", ["fresh", "gaussian"])
 def test_bootstrap_equals_rouge_loop(n, m, n_samples, before):
     matrix = hard_matrix(np.random.default_rng(n * 10 + m), n, m)
@@ -165,8 +193,10 @@ def test_bootstrap_same_bits_on_any_thread_count_and_batch():
 
     matrix = hard_matrix(np.random.default_rng(3), 777, 3)
     key, pos = np.random.RandomState(8).get_state()[1:3]
-    runs = [_dense.legacy_bootstrap_means(key.copy(), pos, matrix, 50, per, threads)
-            for threads, per in ((1, 50), (2, 50), (3, 7), (2, 1))]
+    runs = [
+        _dense.legacy_bootstrap_means(key.copy(), pos, matrix, 50, per, threads)
+        for threads, per in ((1, 50), (2, 50), (3, 7), (2, 1))
+    ]
     for out, end in runs[1:]:
         assert end == runs[0][1] and np.array_equal(bits(out), bits(runs[0][0]))
 
@@ -176,17 +206,18 @@ def test_bootstrap_the_global_rng():
     matrix = np.random.default_rng(1).random((337, 3))
     np.random.seed(5)
     want = rouge_loop(np.random.mtrand._rand, matrix, 1000)
-    after = (np.random.random(), np.random.randint(0, 10 ** 9))
+    after = (np.random.random(), np.random.randint(0, 10**9))
     np.random.seed(5)
     got = bootstrap_means_legacy(np.random.mtrand._rand, matrix, 1000)
     assert np.array_equal(bits(got), bits(want))
-    assert (np.random.random(), np.random.randint(0, 10 ** 9)) == after
+    assert (np.random.random(), np.random.randint(0, 10**9)) == after
     assert resample_means is bootstrap_means_legacy  # the name the rouge-score patch imports
 
 
 def test_bootstrap_in_chunks(monkeypatch):
     """Index buffers smaller than the whole draw: the stream simply continues from chunk to chunk."""
     import turbometrics._legacy_rng as lr
+
     monkeypatch.setattr(lr, "_CHUNK", 1000)
     matrix = hard_matrix(np.random.default_rng(2), 300, 3)
     a, b = twins(11, "mid-block")
@@ -214,9 +245,24 @@ def test_bootstrap_edges_and_refusals():
         bootstrap_means_legacy(b, matrix, -1)
 
 
-@pytest.mark.parametrize("n,m,k", [(5, 1, 1), (5, 1, 7), (50, 1, 8), (50, 1, 128), (50, 1, 129), (300, 1, 1000),
-                                   (70000, 1, 70000), (1000, 1, 100000), (5, 2, 3), (100, 3, 100), (100, 6, 257),
-                                   (100, 9, 130), (1000, 3, 100000)])
+@pytest.mark.parametrize(
+    "n,m,k",
+    [
+        (5, 1, 1),
+        (5, 1, 7),
+        (50, 1, 8),
+        (50, 1, 128),
+        (50, 1, 129),
+        (300, 1, 1000),
+        (70000, 1, 70000),
+        (1000, 1, 100000),
+        (5, 2, 3),
+        (100, 3, 100),
+        (100, 6, 257),
+        (100, 9, 130),
+        (1000, 3, 100000),
+    ],
+)
 def test_ordered_means_is_np_mean(n, m, k):
     rng = np.random.default_rng(n + m + k)
     matrix = hard_matrix(rng, n, m)
@@ -264,6 +310,8 @@ def test_timing_n2000_s1000(capsys):
     t_loop = best(lambda: rouge_loop(rs, matrix, s), 1)
     t_boot = best(lambda: bootstrap_means_legacy(rs, matrix, s), 5)
     with capsys.disabled():
-        print(f"\nlegacy_rng n={n} S={s}: numpy randint {t_np:.2f} ms, randint_legacy {t_ours:.2f} ms "
-              f"({t_np / t_ours:.1f}x); ordered_means {t_means:.2f} ms; rouge-score loop {t_loop:.1f} ms, "
-              f"bootstrap_means_legacy {t_boot:.2f} ms ({t_loop / t_boot:.0f}x)")
+        print(
+            f"\nlegacy_rng n={n} S={s}: numpy randint {t_np:.2f} ms, randint_legacy {t_ours:.2f} ms "
+            f"({t_np / t_ours:.1f}x); ordered_means {t_means:.2f} ms; rouge-score loop {t_loop:.1f} ms, "
+            f"bootstrap_means_legacy {t_boot:.2f} ms ({t_loop / t_boot:.0f}x)"
+        )

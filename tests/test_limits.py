@@ -4,6 +4,7 @@ Each case was a real failure (issue 24): a heap overflow in TER's DP sizing, std
 the interpreter, ROUGE-L running for hours without Ctrl-C, lost updates in a metric shared by threads,
 cancellation in the NLL, an unclear error for hidden size 0.
 """
+
 import signal
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import time
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import turbometrics as tm
 
@@ -22,11 +24,13 @@ sacrebleu = pytest.importorskip("sacrebleu")
 
 
 def _run(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ---------------------------------------------------------------- 1. TER: sizes in 64 bits, a banded DP
+
 
 def test_ter_46341_tokens_each_side():
     # (46341 + 1)^2 overflowed the int that sized the DP matrix: a heap overflow, then a segfault
@@ -46,7 +50,7 @@ def _shifted(rng, n: int, vocab: int) -> tuple[str, str]:
     ref = [f"w{i}" for i in rng.integers(0, vocab, n)]
     hyp = list(ref)
     for k in range(0, n - 8, 8):  # swapped blocks: shift candidates everywhere
-        hyp[k:k + 4] = hyp[k + 2:k + 4] + hyp[k:k + 2]
+        hyp[k : k + 4] = hyp[k + 2 : k + 4] + hyp[k : k + 2]
     return " ".join(hyp), " ".join(ref)
 
 
@@ -62,14 +66,17 @@ def test_ter_band_equals_sacrebleu_for_every_length_ratio(nh, nr):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from("a b c d e".split()), max_size=60),
-       st.lists(st.sampled_from("a b c d e f".split()), max_size=60))
+@given(
+    st.lists(st.sampled_from("a b c d e".split()), max_size=60),
+    st.lists(st.sampled_from("a b c d e f".split()), max_size=60),
+)
 def test_ter_band_equals_sacrebleu_on_small_vocabularies(h, r):
     hyp, ref = " ".join(h), " ".join(r)
     assert tm.sentence_ter(hyp, [ref]).score == sacrebleu.sentence_ter(hyp, [ref]).score
 
 
 # ---------------------------------------------------------------- 2. allocation failure is a MemoryError
+
 
 def test_allocation_failure_is_a_memory_error_naming_the_item():
     # under an address-space limit, ROUGE-Lsum's 128 MiB of backtrack bits cannot be had
@@ -94,6 +101,7 @@ def test_allocation_failure_is_a_memory_error_naming_the_item():
 
 
 # ---------------------------------------------------------------- 3. documented work limits, up front
+
 
 def test_rouge_l_of_two_million_tokens_raises_at_once():
     text = "the " * 2_000_000  # 236 s before, in an O(m n) table
@@ -125,8 +133,10 @@ def test_rouge_lsum_backtrack_bits_equal_rouge_score():
     rng = np.random.default_rng(4)
     sc = rouge_scorer.RougeScorer(["rougeLsum"])
     for _ in range(30):
-        sents = [[" ".join(f"w{i}" for i in rng.integers(0, 6, rng.integers(1, 70))) for _ in range(rng.integers(1, 4))]
-                 for _ in range(2)]
+        sents = [
+            [" ".join(f"w{i}" for i in rng.integers(0, 6, rng.integers(1, 70))) for _ in range(rng.integers(1, 4))]
+            for _ in range(2)
+        ]
         pred, ref = "\n".join(sents[0]), "\n".join(sents[1])
         want = sc.score(ref, pred)["rougeLsum"]
         got = tm.rouge([pred], [ref], rouge_types=["rougeLsum"])["rougeLsum"]
@@ -134,10 +144,10 @@ def test_rouge_lsum_backtrack_bits_equal_rouge_score():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 300), max_size=300), st.lists(st.integers(0, 300), max_size=300),
-       st.integers(1, 4))
+@given(st.lists(st.integers(0, 300), max_size=300), st.lists(st.integers(0, 300), max_size=300), st.integers(1, 4))
 def test_bit_parallel_lcs_equals_the_dp(a, b, spread):
     from turbometrics._ext import _text
+
     a = np.array([x * spread for x in a], np.int32)
     b = np.array([x * spread for x in b], np.int32)
     bits, dp = _text.lcs_lengths(a, b)
@@ -149,6 +159,7 @@ def test_bit_parallel_lcs_with_masks_from_positions_equals_the_dp(m):
     # past 32,768 tokens only the frequent symbols keep a mask (2^24 words in all); the others' masks are
     # set from their positions for each use: frequent, rare and single-occurrence ids mixed
     from turbometrics._ext import _text
+
     rng = np.random.default_rng(m)
     a = np.where(rng.random(m) < 0.5, rng.integers(0, 20, m), rng.integers(20, 30_000, m)).astype(np.int32)
     b = np.concatenate([a[rng.integers(0, m, 1500)], rng.integers(0, 40_000, 500)]).astype(np.int32)
@@ -158,6 +169,7 @@ def test_bit_parallel_lcs_with_masks_from_positions_equals_the_dp(m):
 
 
 # ---------------------------------------------------------------- 6. chrF memory follows the distinct n-grams
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from /proc")
 @pytest.mark.parametrize("word_order", [0, 2])
@@ -208,7 +220,10 @@ SIGINT_CALLS = {
 def test_sigint_stops_a_long_text_call(name):
     # The child reports, then resets, the SIGINT disposition and mask it inherited: a pytest worker whose
     # earlier tests left SIGINT ignored or blocked passes that on, and the call would then run to its end.
-    code = "import signal, sys, time, numpy as np, turbometrics as tm\n" + textwrap.dedent(SIGINT_CALLS[name]) + textwrap.dedent("""
+    code = (
+        "import signal, sys, time, numpy as np, turbometrics as tm\n"
+        + textwrap.dedent(SIGINT_CALLS[name])
+        + textwrap.dedent("""
         print("inherited:", signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []),
               file=sys.stderr, flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -222,6 +237,7 @@ def test_sigint_stops_a_long_text_call(name):
             print("KeyboardInterrupt after", round(time.perf_counter() - t, 3), flush=True)
         print(tm.rouge(["a b c"], ["a c"], rouge_types=["rougeL"])["rougeL"].fmeasure[0], flush=True)
     """)
+    )
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready", p.stderr.read()
@@ -244,18 +260,19 @@ def test_sigint_stops_a_long_text_call(name):
 
 # ---------------------------------------------------------------- 4. a metric shared by threads
 
+
 def test_threads_sharing_a_metric_give_serial_bits():
     rng = np.random.default_rng(0)
-    chunks = [(rng.standard_normal((4, 64, 500)).astype(np.float32), rng.integers(0, 500, (4, 64)))
-              for _ in range(16)]
+    chunks = [(rng.standard_normal((4, 64, 500)).astype(np.float32), rng.integers(0, 500, (4, 64))) for _ in range(16)]
     serial = tm.metrics.Perplexity()
     for x, t in chunks:
         serial.update(x, t)
     want = serial.compute()
     for _ in range(20):
         m = tm.metrics.Perplexity()
-        threads = [threading.Thread(target=lambda k=k: [m.update(*chunks[i]) for i in range(k, 16, 8)])
-                   for k in range(8)]
+        threads = [
+            threading.Thread(target=lambda k=k, m=m: [m.update(*chunks[i]) for i in range(k, 16, 8)]) for k in range(8)
+        ]
         for th in threads:
             th.start()
         for th in threads:
@@ -265,26 +282,30 @@ def test_threads_sharing_a_metric_give_serial_bits():
 
 # ---------------------------------------------------------------- 5. no cancellation in the NLL
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("v", [1e30, -1e30, 3e38])
 def test_nll_of_huge_equal_logits_equals_torch(dtype, v):
     x = np.array([[v, v], [v, v / 2]], dtype)
-    want = torch.nn.functional.cross_entropy(torch.from_numpy(x).double(), torch.tensor([0, 1]),
-                                             reduction="none").numpy()
+    want = torch.nn.functional.cross_entropy(
+        torch.from_numpy(x).double(), torch.tensor([0, 1]), reduction="none"
+    ).numpy()
     np.testing.assert_allclose(tm.token_nll(x, [0, 1]), want, rtol=1e-15)
 
 
 def test_nll_through_the_lm_head_keeps_huge_logits():
-    h = np.array([[1e15]], np.float64)        # logits 1e30, 1e30
+    h = np.array([[1e15]], np.float64)  # logits 1e30, 1e30
     w = np.array([[1e15], [1e15]], np.float64)
     assert tm.perplexity_from_hidden(h, w, np.array([0])) == pytest.approx(2.0, rel=1e-15)
 
 
 # ---------------------------------------------------------------- 7. a clear error for hidden size 0
 
+
 @pytest.mark.parametrize("lib", ["numpy", "torch"])
 def test_hidden_size_zero_names_the_argument(lib):
     z = np.zeros if lib == "numpy" else (lambda s, dtype: torch.zeros(s, dtype=torch.float32))
     with pytest.raises(ValueError, match=r"hidden must have shape \(\.\.\., d\) with a hidden size d >= 1"):
-        tm.perplexity_from_hidden(z((2, 3, 0), dtype=np.float32), z((5, 0), dtype=np.float32),
-                                  np.zeros((2, 3), np.int64))
+        tm.perplexity_from_hidden(
+            z((2, 3, 0), dtype=np.float32), z((5, 0), dtype=np.float32), np.zeros((2, 3), np.int64)
+        )

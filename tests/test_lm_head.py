@@ -1,4 +1,5 @@
 """perplexity_from_hidden / token_nll_from_hidden against PyTorch's cross entropy of the full logits."""
+
 import numpy as np
 import pytest
 import torch
@@ -57,12 +58,13 @@ def test_reductions_and_masks(rng, reduction):
 
 def test_ties_extremes_and_non_finite(rng):
     h, w, b, t = data(rng, shape=(60,), d=8, V=700, dtype=np.float64)
-    w[1::2] = w[::2]                       # tied logits
+    w[1::2] = w[::2]  # tied logits
     t = np.where(t < 0, 0, t)
     assert tm.perplexity_from_hidden(h, w, t, chunk=64) == pytest.approx(float(torch.exp(oracle(h, w, t))), rel=1e-9)
-    big = w * 1000                          # logits in the thousands: the log-sum-exp shifts per slice
-    np.testing.assert_allclose(tm.token_nll_from_hidden(h, big, t, chunk=64),
-                               oracle(h, big, t, reduction="none").numpy(), rtol=1e-9)
+    big = w * 1000  # logits in the thousands: the log-sum-exp shifts per slice
+    np.testing.assert_allclose(
+        tm.token_nll_from_hidden(h, big, t, chunk=64), oracle(h, big, t, reduction="none").numpy(), rtol=1e-9
+    )
     assert tm.perplexity_from_hidden(np.zeros((5, 8)), w, [0, 1, 2, 3, 4]) == pytest.approx(700)  # uniform
     h2 = h.copy()
     h2[3, 0] = np.nan
@@ -96,26 +98,38 @@ def test_memory_stays_a_slice(rng, monkeypatch):
     assert max(s[0] * s[2] for s in seen) * 4 <= 40 * 1024 * 4 and len(seen) > 1
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w.astype(np.float64), t), TypeError, "share a dtype"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w[:, :3], t), ValueError, "weight must have shape"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, bias=np.zeros(3, np.float32)), ValueError, "bias"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t + 10_000), ValueError, r"targets must lie in \[0, 100\)"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t[:3]), ValueError, "targets has shape"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, chunk=0), ValueError, "chunk"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, max_bytes=0), ValueError, "max_bytes"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map="tanh"), TypeError, "logit_map must be callable"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x[:, :1]), TypeError,
-     "logit_map must return"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x.astype(np.float64)), TypeError,
-     "logit_map must return"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h.astype(np.float16), w.astype(np.float16), t), TypeError,
-     "float32 or float64"),
-    (lambda h, w, t: tm.perplexity_from_hidden(torch.from_numpy(h), w, t), TypeError, "torch tensors"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h[0], w, t), ValueError, r"\(N, d\) or \(B, T, d\)"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, reduction="mean"), ValueError, "reduction"),
-    (lambda h, w, t: tm.perplexity_from_hidden(h.astype(int), w, t), TypeError, "hidden"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w.astype(np.float64), t), TypeError, "share a dtype"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w[:, :3], t), ValueError, "weight must have shape"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, bias=np.zeros(3, np.float32)), ValueError, "bias"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t + 10_000), ValueError, r"targets must lie in \[0, 100\)"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t[:3]), ValueError, "targets has shape"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, chunk=0), ValueError, "chunk"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, max_bytes=0), ValueError, "max_bytes"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map="tanh"), TypeError, "logit_map must be callable"),
+        (
+            lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x[:, :1]),
+            TypeError,
+            "logit_map must return",
+        ),
+        (
+            lambda h, w, t: tm.perplexity_from_hidden(h, w, t, logit_map=lambda x: x.astype(np.float64)),
+            TypeError,
+            "logit_map must return",
+        ),
+        (
+            lambda h, w, t: tm.perplexity_from_hidden(h.astype(np.float16), w.astype(np.float16), t),
+            TypeError,
+            "float32 or float64",
+        ),
+        (lambda h, w, t: tm.perplexity_from_hidden(torch.from_numpy(h), w, t), TypeError, "torch tensors"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h[0], w, t), ValueError, r"\(N, d\) or \(B, T, d\)"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h, w, t, reduction="mean"), ValueError, "reduction"),
+        (lambda h, w, t: tm.perplexity_from_hidden(h.astype(int), w, t), TypeError, "hidden"),
+    ],
+)
 def test_bad_input(rng, call, exc, match):
     h = rng.standard_normal((6, 4)).astype(np.float32)
     w = rng.standard_normal((100, 4)).astype(np.float32)
@@ -129,12 +143,14 @@ def test_logit_map_soft_capping(rng):
     cap = 5.0
     logits = np.tanh((h @ w.T + b) / cap) * cap
     expected = tm.perplexity(logits, t, ignore_index=-100)
-    got = tm.perplexity_from_hidden(h, w, t, b, ignore_index=-100, chunk=256,
-                                    logit_map=lambda x: np.tanh(x / cap) * cap)
+    got = tm.perplexity_from_hidden(
+        h, w, t, b, ignore_index=-100, chunk=256, logit_map=lambda x: np.tanh(x / cap) * cap
+    )
     assert got == pytest.approx(expected, rel=1e-12)
     th, tw, tb = (torch.from_numpy(x).float() for x in (h, w, b))
     capped = torch.tanh(F.linear(th, tw, tb) / cap) * cap
     expected = float(torch.exp(F.cross_entropy(capped.reshape(-1, 900).double(), torch.from_numpy(t).reshape(-1))))
-    got = tm.perplexity_from_hidden(th, tw, t, tb, ignore_index=-100, chunk=256,
-                                    logit_map=lambda x: torch.tanh(x / cap) * cap)
+    got = tm.perplexity_from_hidden(
+        th, tw, t, tb, ignore_index=-100, chunk=256, logit_map=lambda x: torch.tanh(x / cap) * cap
+    )
     assert got == pytest.approx(expected, rel=1e-6)

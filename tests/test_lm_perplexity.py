@@ -1,4 +1,5 @@
 """lm_perplexity against the transformers guide's sliding windows, written with exact sums."""
+
 import numpy as np
 import pytest
 import torch
@@ -67,12 +68,14 @@ def test_equals_the_guide(ragged, max_length, stride, batch_size):
     tok, per = expected(model, ragged, max_length, stride)
     got = tm.lm_perplexity(model, ragged, max_length=max_length, stride=stride, batch_size=batch_size)
     assert got == pytest.approx(tok, rel=1e-6)
-    none = tm.lm_perplexity(model, ragged, max_length=max_length, stride=stride, batch_size=batch_size,
-                            reduction="none")
+    none = tm.lm_perplexity(
+        model, ragged, max_length=max_length, stride=stride, batch_size=batch_size, reduction="none"
+    )
     np.testing.assert_allclose(none, per, rtol=1e-6)
     assert np.isnan(none[0])  # one token: nothing to score
-    mean = tm.lm_perplexity(model, ragged, max_length=max_length, stride=stride, batch_size=batch_size,
-                            reduction="mean")
+    mean = tm.lm_perplexity(
+        model, ragged, max_length=max_length, stride=stride, batch_size=batch_size, reduction="mean"
+    )
     assert mean == pytest.approx(np.nanmean(per), rel=1e-6)
 
 
@@ -89,17 +92,22 @@ def test_every_token_after_the_first_is_scored_once():
 
 def test_gpt2_from_transformers(ragged):
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.GPT2Config(vocab_size=V, n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                                  bos_token_id=0, eos_token_id=0)
+    cfg = transformers.GPT2Config(
+        vocab_size=V, n_positions=32, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+    )
     torch.manual_seed(1)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     seqs = ragged[1:]
     for max_length, stride, bs in ((32, 32, 4), (32, 12, 2), (20, 7, 5)):
         tok, per = expected(model, seqs, max_length, stride)
-        assert tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs) == \
-            pytest.approx(tok, rel=1e-6)
-        np.testing.assert_allclose(tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride,
-                                                    batch_size=bs, reduction="none"), per, rtol=1e-6)
+        assert tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs) == pytest.approx(
+            tok, rel=1e-6
+        )
+        np.testing.assert_allclose(
+            tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs, reduction="none"),
+            per,
+            rtol=1e-6,
+        )
 
 
 def test_functions_tensors_padding_and_progress(ragged, capsys):
@@ -110,34 +118,38 @@ def test_functions_tensors_padding_and_progress(ragged, capsys):
         assert isinstance(ids, np.ndarray) and ids.dtype == np.int64
         with torch.no_grad():
             return model(torch.from_numpy(ids)).numpy()
+
     assert tm.lm_perplexity(fn, ragged[4], max_length=16, stride=8) == pytest.approx(tok, rel=1e-6)
     one = torch.as_tensor(ragged[4])
-    assert tm.lm_perplexity(lambda ids: model(ids).detach(), one, max_length=16, stride=8) == \
-        pytest.approx(tok, rel=1e-6)  # a tensor in, tensors to the function
+    assert tm.lm_perplexity(lambda ids: model(ids).detach(), one, max_length=16, stride=8) == pytest.approx(
+        tok, rel=1e-6
+    )  # a tensor in, tensors to the function
     # a right-padded (B, T) batch with ignore_index = the pad id, and progress on stderr
     pad = V - 1
     a, b = ragged[2][ragged[2] != pad], ragged[3][ragged[3] != pad]
     batch = np.full((2, max(len(a), len(b))), pad)
-    batch[0, :len(a)], batch[1, :len(b)] = a, b
-    got = tm.lm_perplexity(model, batch, max_length=16, stride=16, ignore_index=pad, reduction="none",
-                           progress=True)
+    batch[0, : len(a)], batch[1, : len(b)] = a, b
+    got = tm.lm_perplexity(model, batch, max_length=16, stride=16, ignore_index=pad, reduction="none", progress=True)
     ref = tm.lm_perplexity(model, [a, b], max_length=16, stride=16, reduction="none")
     np.testing.assert_allclose(got, ref, rtol=1e-12)
     assert "lm_perplexity" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(model=lambda ids: np.zeros((1, 2, 3))), ValueError, "shape"),
-    (dict(token_ids=[np.array([1, 2, V + 5])]), ValueError, "outside the vocabulary"),
-    (dict(stride=20, max_length=16), ValueError, "stride"),
-    (dict(token_ids=[np.array([1, 2]), np.array([], dtype=np.int64)]), ValueError, "empty"),
-    (dict(token_ids=[np.array([1, -3])]), ValueError, "negative"),
-    (dict(token_ids=np.array([1.0, 2.0])), TypeError, "integers"),
-    (dict(max_length=1), ValueError, "max_length"),
-    (dict(batch_size=0), ValueError, "batch_size"),
-    (dict(reduction="sequence"), ValueError, "reduction"),
-    (dict(model="gpt2"), TypeError, "callable"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(model=lambda ids: np.zeros((1, 2, 3))), ValueError, "shape"),
+        (dict(token_ids=[np.array([1, 2, V + 5])]), ValueError, "outside the vocabulary"),
+        (dict(stride=20, max_length=16), ValueError, "stride"),
+        (dict(token_ids=[np.array([1, 2]), np.array([], dtype=np.int64)]), ValueError, "empty"),
+        (dict(token_ids=[np.array([1, -3])]), ValueError, "negative"),
+        (dict(token_ids=np.array([1.0, 2.0])), TypeError, "integers"),
+        (dict(max_length=1), ValueError, "max_length"),
+        (dict(batch_size=0), ValueError, "batch_size"),
+        (dict(reduction="sequence"), ValueError, "reduction"),
+        (dict(model="gpt2"), TypeError, "callable"),
+    ],
+)
 def test_bad_input(kwargs, exc, match):
     args = dict(model=TinyCausalLM().eval(), token_ids=[np.array([1, 2, 3, 4])], max_length=16)
     args.update(kwargs)
@@ -147,20 +159,44 @@ def test_bad_input(kwargs, exc, match):
 
 # --- through the head's input: the logits are never made --------------------------------------------------------
 
+
 def tiny_hf(kind, tie=False, dtype=torch.float32, **extra):
     """A two-layer Hugging Face causal LM built from a config (no download), random weights."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     if kind == "gpt2":
-        cfg = transformers.GPT2Config(vocab_size=V, n_positions=64, n_embd=32, n_layer=2, n_head=2,
-                                      bos_token_id=0, eos_token_id=0, tie_word_embeddings=tie)
+        cfg = transformers.GPT2Config(
+            vocab_size=V,
+            n_positions=64,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            bos_token_id=0,
+            eos_token_id=0,
+            tie_word_embeddings=tie,
+        )
         return transformers.GPT2LMHeadModel(cfg).to(dtype).eval()
-    common = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=8, max_position_embeddings=64, tie_word_embeddings=tie,
-                  bos_token_id=0, eos_token_id=0, pad_token_id=0, **extra)
-    config, model = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
-                     "cohere": ("CohereConfig", "CohereForCausalLM"),
-                     "granite": ("GraniteConfig", "GraniteForCausalLM")}[kind]
+    common = dict(
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=64,
+        tie_word_embeddings=tie,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+        **extra,
+    )
+    config, model = {
+        "llama": ("LlamaConfig", "LlamaForCausalLM"),
+        "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
+        "cohere": ("CohereConfig", "CohereForCausalLM"),
+        "granite": ("GraniteConfig", "GraniteForCausalLM"),
+    }[kind]
     return getattr(transformers, model)(getattr(transformers, config)(**common)).to(dtype).eval()
 
 
@@ -171,9 +207,14 @@ def head_calls(model):
     return calls
 
 
-HF_MODELS = [("gpt2", True, {}), ("llama", False, {}), ("llama", True, {}),
-             ("gemma2", False, dict(final_logit_softcapping=0.5)),  # small cap: the tanh matters on tiny logits
-             ("cohere", True, dict(logit_scale=0.3)), ("granite", False, dict(logits_scaling=4.0))]
+HF_MODELS = [
+    ("gpt2", True, {}),
+    ("llama", False, {}),
+    ("llama", True, {}),
+    ("gemma2", False, dict(final_logit_softcapping=0.5)),  # small cap: the tanh matters on tiny logits
+    ("cohere", True, dict(logit_scale=0.3)),
+    ("granite", False, dict(logits_scaling=4.0)),
+]
 
 
 @pytest.mark.parametrize("kind,tie,extra", HF_MODELS)
@@ -186,15 +227,17 @@ def test_huggingface_models_through_the_head_equal_the_logits_path(ragged, kind,
         fused = tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs, reduction="none")
         assert len(calls) == 1  # the probe only: every batch went through the hidden states
         calls.clear()
-        logits = tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs,
-                                  reduction="none", fuse_head=False)
+        logits = tm.lm_perplexity(
+            model, seqs, max_length=max_length, stride=stride, batch_size=bs, reduction="none", fuse_head=False
+        )
         assert len(calls) > 1
         calls.clear()
         np.testing.assert_allclose(fused, logits, rtol=1e-6)
         tok, per = expected(model, seqs, max_length, stride)
         np.testing.assert_allclose(fused, per, rtol=1e-6)
-        assert tm.lm_perplexity(model, seqs, max_length=max_length, stride=stride, batch_size=bs,
-                                fuse_head=True) == pytest.approx(tok, rel=1e-6)
+        assert tm.lm_perplexity(
+            model, seqs, max_length=max_length, stride=stride, batch_size=bs, fuse_head=True
+        ) == pytest.approx(tok, rel=1e-6)
         calls.clear()
 
 
@@ -202,20 +245,23 @@ def test_huggingface_models_through_the_head_equal_the_logits_path(ragged, kind,
 def test_half_precision_models_multiply_in_their_own_dtype(ragged, dtype):
     model = tiny_hf("gemma2", dtype=dtype, final_logit_softcapping=0.5)
     kw = dict(max_length=32, stride=12, batch_size=3, reduction="none")
-    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
-                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+    np.testing.assert_allclose(
+        tm.lm_perplexity(model, ragged, **kw), tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6
+    )
 
 
 def test_labels_padding_and_ignore_index_through_the_head(ragged):
     model = tiny_hf("llama")
     labels = [np.where(np.arange(len(s)) < len(s) // 2, -100, s) for s in ragged]  # score the second halves
     kw = dict(max_length=16, stride=6, batch_size=4, labels=labels, reduction="none")
-    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
-                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+    np.testing.assert_allclose(
+        tm.lm_perplexity(model, ragged, **kw), tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6
+    )
     pad = V - 1
     kw = dict(max_length=16, stride=16, ignore_index=pad, reduction="none")
-    np.testing.assert_allclose(tm.lm_perplexity(model, ragged, **kw),
-                               tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6)
+    np.testing.assert_allclose(
+        tm.lm_perplexity(model, ragged, **kw), tm.lm_perplexity(model, ragged, fuse_head=False, **kw), rtol=1e-6
+    )
 
 
 def test_an_unknown_logit_map_falls_back_or_fails(ragged):
@@ -226,6 +272,7 @@ def test_an_unknown_logit_map_falls_back_or_fails(ragged):
             out = super().forward(*args, **kwargs)
             out.logits = out.logits * 2
             return out
+
     torch.manual_seed(0)
     model = Doubled(tiny_hf("llama").config).eval()
     tok, _ = expected(model, ragged[2:], 16, 8)
@@ -245,6 +292,7 @@ def test_a_body_head_pair(ragged):
         ids = torch.as_tensor(ids)
         h = model.tok(ids) + model.pos(torch.arange(ids.shape[1]))[None]
         return torch.tanh(h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[None, :, None])
+
     w, b = (model.out.weight * 3).detach(), (model.out.bias * 3).detach()
     tok, per = expected(model, ragged, 16, 5)
     for head in ((w, b), torch.nn.Linear(16, V).requires_grad_(False)):
@@ -259,16 +307,19 @@ def test_a_body_head_pair(ragged):
     assert got == pytest.approx(tok, rel=1e-6)
 
 
-@pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(fuse_head=True), ValueError, "cannot be split"),
-    (dict(fuse_head="yes"), TypeError, "fuse_head"),
-    (dict(model=(lambda ids: ids, torch.zeros(V, 4)), fuse_head=False), ValueError, "fuse_head=False"),
-    (dict(model=(lambda ids: ids, torch.zeros(V, 4), None)), TypeError, "pair"),
-    (dict(model=(lambda ids: ids, "head")), TypeError, "head"),
-    (dict(model=("body", torch.zeros(V, 4))), TypeError, "body"),
-    (dict(model=(lambda ids: torch.zeros(ids.shape), torch.zeros(V, 4))), ValueError, "hidden states"),
-    (dict(model=(lambda ids: torch.zeros(*ids.shape, 3), torch.zeros(V, 4))), ValueError, "weight"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(fuse_head=True), ValueError, "cannot be split"),
+        (dict(fuse_head="yes"), TypeError, "fuse_head"),
+        (dict(model=(lambda ids: ids, torch.zeros(V, 4)), fuse_head=False), ValueError, "fuse_head=False"),
+        (dict(model=(lambda ids: ids, torch.zeros(V, 4), None)), TypeError, "pair"),
+        (dict(model=(lambda ids: ids, "head")), TypeError, "head"),
+        (dict(model=("body", torch.zeros(V, 4))), TypeError, "body"),
+        (dict(model=(lambda ids: torch.zeros(ids.shape), torch.zeros(V, 4))), ValueError, "hidden states"),
+        (dict(model=(lambda ids: torch.zeros(*ids.shape, 3), torch.zeros(V, 4))), ValueError, "weight"),
+    ],
+)
 def test_bad_split_input(kwargs, exc, match):
     args = dict(model=TinyCausalLM().eval(), token_ids=[np.array([1, 2, 3, 4])], max_length=16)
     args.update(kwargs)

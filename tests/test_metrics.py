@@ -1,4 +1,6 @@
 """Accumulators: chunked, merged in any order, pickled - always the one-shot function's result."""
+
+import functools
 import pickle
 import random
 
@@ -34,10 +36,13 @@ def accumulate(make, update, n, seed):
 def test_bleu_and_chrf(wmt17, seed):
     hyp, ref, second = wmt17["systems"]["FBK"], wmt17["ref"], wmt17["systems"]["KIT"]
     second = [s if i % 3 else None for i, s in enumerate(second)]
-    for cls, fn, opts in [(tm.metrics.BLEU, tm.corpus_bleu, dict(lowercase=True, smooth_method="floor")),
-                          (tm.metrics.CHRF, tm.corpus_chrf, dict(word_order=2))]:
-        acc, _ = accumulate(lambda: cls(**opts), lambda a, sl: a.update(hyp[sl], [ref[sl], second[sl]]),
-                            len(hyp), seed)
+    for cls, fn, opts in [
+        (tm.metrics.BLEU, tm.corpus_bleu, dict(lowercase=True, smooth_method="floor")),
+        (tm.metrics.CHRF, tm.corpus_chrf, dict(word_order=2)),
+    ]:
+        acc, _ = accumulate(
+            functools.partial(cls, **opts), lambda a, sl: a.update(hyp[sl], [ref[sl], second[sl]]), len(hyp), seed
+        )
         ours, one_shot = acc.compute(), fn(hyp, [ref, second], **opts)
         assert ours == one_shot and ours.signature == one_shot.signature and str(ours) == str(one_shot)
 
@@ -45,8 +50,9 @@ def test_bleu_and_chrf(wmt17, seed):
 def test_rouge():
     preds = ["the cat sat on the mat", "a b c", "dogs are running\nfast today", ""]
     refs = ["the cat is on the mat", ["a c b", "b c"], "dogs run fast\ntoday", "x"]
-    acc = tm.metrics.ROUGE(use_stemmer=True).update(preds[:2], refs[:2]) + \
-        tm.metrics.ROUGE(use_stemmer=True).update(preds[2:], refs[2:])
+    acc = tm.metrics.ROUGE(use_stemmer=True).update(preds[:2], refs[:2]) + tm.metrics.ROUGE(use_stemmer=True).update(
+        preds[2:], refs[2:]
+    )
     one = tm.rouge(preds, refs, use_stemmer=True)
     got = pickle.loads(pickle.dumps(acc)).compute()
     for t in one:
@@ -59,12 +65,17 @@ def test_topk_accuracy(rng, seed):
     scores = rng.integers(0, 4, (500, 9)).astype(np.float32)
     targets = rng.integers(0, 9, 500)
     targets[::11] = -100
-    acc, order = accumulate(lambda: tm.metrics.TopKAccuracy(k=(1, 3, 5), ignore_index=-100),
-                            lambda a, sl: a.update(scores[sl], targets[sl]), 500, seed)
+    acc, order = accumulate(
+        lambda: tm.metrics.TopKAccuracy(k=(1, 3, 5), ignore_index=-100),
+        lambda a, sl: a.update(scores[sl], targets[sl]),
+        500,
+        seed,
+    )
     np.testing.assert_array_equal(acc.compute(), tm.topk_accuracy(scores, targets, k=(1, 3, 5), ignore_index=-100))
     w = rng.random(500)
-    acc = tm.metrics.TopKAccuracy(k=2).update(scores[:200], targets[:200] % 9, w[:200]) + \
-        tm.metrics.TopKAccuracy(k=2).update(scores[200:], targets[200:] % 9, w[200:])
+    acc = tm.metrics.TopKAccuracy(k=2).update(scores[:200], targets[:200] % 9, w[:200]) + tm.metrics.TopKAccuracy(
+        k=2
+    ).update(scores[200:], targets[200:] % 9, w[200:])
     assert acc.compute() == tm.topk_accuracy(scores, targets % 9, k=2, sample_weight=w)
 
 
@@ -75,8 +86,12 @@ def test_perplexity_any_chunking_and_merge_order(rng, reduction, seed):
     targets = rng.integers(0, 50, (24, 7))
     targets[rng.random((24, 7)) < 0.2] = -100
     targets[5] = -100  # a sequence of padding only
-    acc, order = accumulate(lambda: tm.metrics.Perplexity(ignore_index=-100, reduction=reduction),
-                            lambda a, sl: a.update(logits[sl], targets[sl]), 24, seed)
+    acc, order = accumulate(
+        lambda: tm.metrics.Perplexity(ignore_index=-100, reduction=reduction),
+        lambda a, sl: a.update(logits[sl], targets[sl]),
+        24,
+        seed,
+    )
     one = tm.perplexity(logits, targets, ignore_index=-100, reduction=reduction)
     got = acc.compute()
     if reduction == "none":  # per-sequence results come in merge order

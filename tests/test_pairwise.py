@@ -1,4 +1,5 @@
 """Score matrices against sacrebleu's sentence_score and rouge-score's score, cell by cell, bit for bit."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,22 +24,29 @@ def two_systems(wmt17):
 def _cells(n: int, m: int, count: int, seed: int = 0) -> list[tuple[int, int]]:
     """`count` random cells plus the whole diagonal."""
     rng = np.random.default_rng(seed)
-    return list(zip(rng.integers(0, n, count).tolist(), rng.integers(0, m, count).tolist())) + \
-        [(k, k) for k in range(min(n, m))]
+    return list(zip(rng.integers(0, n, count).tolist(), rng.integers(0, m, count).tolist())) + [
+        (k, k) for k in range(min(n, m))
+    ]
 
 
-@pytest.mark.parametrize("metric,ours,oracle", [
-    ("BLEU", lambda a, b: tm.pairwise_bleu(a, b), lambda: sacrebleu.BLEU(effective_order=True)),
-    ("chrF", lambda a, b: tm.pairwise_chrf(a, b), lambda: sacrebleu.CHRF()),
-    ("chrF++", lambda a, b: tm.pairwise_chrf(a, b, word_order=2), lambda: sacrebleu.CHRF(word_order=2)),
-])
+@pytest.mark.parametrize(
+    "metric,ours,oracle",
+    [
+        ("BLEU", lambda a, b: tm.pairwise_bleu(a, b), lambda: sacrebleu.BLEU(effective_order=True)),
+        ("chrF", lambda a, b: tm.pairwise_chrf(a, b), lambda: sacrebleu.CHRF()),
+        ("chrF++", lambda a, b: tm.pairwise_chrf(a, b, word_order=2), lambda: sacrebleu.CHRF(word_order=2)),
+    ],
+)
 def test_wmt17_cells_equal_sacrebleu(two_systems, metric, ours, oracle):
     a, b = two_systems
     got = ours(a, b)
     assert got.shape == (N, N) and got.dtype == np.float64
     o = oracle()
-    bad = [(i, j, got[i, j], o.sentence_score(a[i], [b[j]]).score) for i, j in _cells(N, N, 10_000)
-           if got[i, j] != o.sentence_score(a[i], [b[j]]).score]
+    bad = [
+        (i, j, got[i, j], o.sentence_score(a[i], [b[j]]).score)
+        for i, j in _cells(N, N, 10_000)
+        if got[i, j] != o.sentence_score(a[i], [b[j]]).score
+    ]
     assert not bad, f"{metric}: {len(bad)} cells differ, e.g. {bad[:3]}"
 
 
@@ -50,8 +58,9 @@ def test_wmt17_ter_200_equals_sacrebleu(two_systems):
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("rouge_type,stem", [("rougeL", True), ("rouge1", True), ("rouge2", False),
-                                             ("rougeLsum", False)])
+@pytest.mark.parametrize(
+    "rouge_type,stem", [("rougeL", True), ("rouge1", True), ("rouge2", False), ("rougeLsum", False)]
+)
 def test_rouge_cells_equal_rouge_score(two_systems, summaries, rouge_type, stem):
     preds, refs = summaries
     a, b = (preds, refs) if rouge_type != "rougeL" else (two_systems[0][:300], two_systems[1][:300])
@@ -62,8 +71,15 @@ def test_rouge_cells_equal_rouge_score(two_systems, summaries, rouge_type, stem)
         assert (got.precision[i, j], got.recall[i, j], got.fmeasure[i, j]) == tuple(want), (i, j)
 
 
-@pytest.mark.parametrize("fn", [tm.pairwise_bleu, tm.pairwise_chrf, tm.pairwise_ter,
-                                lambda a, b=None, **k: tm.pairwise_rouge(a, b, "rouge2", **k).fmeasure])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        tm.pairwise_bleu,
+        tm.pairwise_chrf,
+        tm.pairwise_ter,
+        lambda a, b=None, **k: tm.pairwise_rouge(a, b, "rouge2", **k).fmeasure,
+    ],
+)
 def test_self_pairs_and_threads(two_systems, fn):
     a = two_systems[0][:120]
     got = fn(a)
@@ -74,11 +90,17 @@ def test_self_pairs_and_threads(two_systems, fn):
 OPTIONS = [
     ("bleu", dict(tokenize="intl"), dict(tokenize="intl", effective_order=True)),
     ("bleu", dict(tokenize="none", lowercase=True), dict(tokenize="none", lowercase=True, effective_order=True)),
-    ("bleu", dict(smooth_method="floor", smooth_value=0.3, max_ngram_order=2),
-     dict(smooth_method="floor", smooth_value=0.3, max_ngram_order=2, effective_order=True)),
+    (
+        "bleu",
+        dict(smooth_method="floor", smooth_value=0.3, max_ngram_order=2),
+        dict(smooth_method="floor", smooth_value=0.3, max_ngram_order=2, effective_order=True),
+    ),
     ("bleu", dict(smooth_method="add-k", effective_order=False), dict(smooth_method="add-k")),
-    ("bleu", dict(smooth_method="none", tokenize="char"), dict(smooth_method="none", tokenize="char",
-                                                               effective_order=True)),
+    (
+        "bleu",
+        dict(smooth_method="none", tokenize="char"),
+        dict(smooth_method="none", tokenize="char", effective_order=True),
+    ),
     ("chrf", dict(beta=1, lowercase=True), dict(beta=1, lowercase=True)),
     ("chrf", dict(whitespace=True, char_order=3, word_order=1), dict(whitespace=True, char_order=3, word_order=1)),
     ("chrf", dict(eps_smoothing=True, word_order=2), dict(eps_smoothing=True, word_order=2)),
@@ -106,8 +128,9 @@ TEXTS = st.lists(st.lists(WORDS, max_size=12).map(" ".join), min_size=1, max_siz
 def test_random_texts_equal_sacrebleu(a, b):
     bleu, chrf = sacrebleu.BLEU(effective_order=True), sacrebleu.CHRF(word_order=2)
     assert np.array_equal(tm.pairwise_bleu(a, b), [[bleu.sentence_score(h, [r]).score for r in b] for h in a])
-    assert np.array_equal(tm.pairwise_chrf(a, b, word_order=2),
-                          [[chrf.sentence_score(h, [r]).score for r in b] for h in a])
+    assert np.array_equal(
+        tm.pairwise_chrf(a, b, word_order=2), [[chrf.sentence_score(h, [r]).score for r in b] for h in a]
+    )
     sc = rouge_scorer.RougeScorer(["rouge2", "rougeL"])
     for t in ("rouge2", "rougeL"):
         got = tm.pairwise_rouge(a, b, t)

@@ -1,6 +1,7 @@
 """``tm.patch()``: patched libraries return what the unpatched ones return (type and value, bit for bit;
 torchmetrics' perplexity: the exactly rounded value), on the real data; unpatch restores every object;
 import order, the command line, verbose and strict modes."""
+
 import logging
 import os
 import subprocess
@@ -19,8 +20,6 @@ from torchmetrics.text import Perplexity
 
 import turbometrics as tm
 from turbometrics.patch import PatchFallbackError
-
-from conftest import DATA
 
 
 @pytest.fixture
@@ -48,6 +47,7 @@ def both(run, *args):
 
 def _accelerated():
     from turbometrics.patch import calls
+
     return sum(v for (_, kind), v in calls().items() if kind == "accelerated")
 
 
@@ -74,12 +74,17 @@ def same(a, b):
 
 # --- sacrebleu --------------------------------------------------------------------------------------
 
+
 def sacrebleu_corpus(wmt17, n_ter):
     ref = wmt17["ref"]
     out = []
     for hyp in wmt17["systems"].values():
-        out += [sacrebleu.corpus_bleu(hyp, [ref]), sacrebleu.corpus_chrf(hyp, [ref]),
-                sacrebleu.corpus_chrf(hyp, [ref], word_order=2), sacrebleu.corpus_ter(hyp[:n_ter], [ref[:n_ter]])]
+        out += [
+            sacrebleu.corpus_bleu(hyp, [ref]),
+            sacrebleu.corpus_chrf(hyp, [ref]),
+            sacrebleu.corpus_chrf(hyp, [ref], word_order=2),
+            sacrebleu.corpus_ter(hyp[:n_ter], [ref[:n_ter]]),
+        ]
     return [(s, repr(s)) for s in out]
 
 
@@ -93,8 +98,12 @@ def sacrebleu_sentences(wmt17):
     ref, out = wmt17["ref"], []
     for hyp in wmt17["systems"].values():
         for i in range(0, len(ref), 150):
-            out += [sacrebleu.sentence_bleu(hyp[i], [ref[i]]), sacrebleu.sentence_chrf(hyp[i], [ref[i]]),
-                    sacrebleu.sentence_ter(hyp[i], [ref[i]]), sacrebleu.raw_corpus_bleu([hyp[i]], [[ref[i]]])]
+            out += [
+                sacrebleu.sentence_bleu(hyp[i], [ref[i]]),
+                sacrebleu.sentence_chrf(hyp[i], [ref[i]]),
+                sacrebleu.sentence_ter(hyp[i], [ref[i]]),
+                sacrebleu.raw_corpus_bleu([hyp[i]], [[ref[i]]]),
+            ]
     return out
 
 
@@ -107,10 +116,20 @@ def test_sacrebleu_sentence_scores_on_every_wmt17_system(wmt17):
 def sacrebleu_options(wmt17):
     ref, refs2 = wmt17["ref"], [wmt17["ref"], wmt17["systems"]["KIT"]]
     hyp = wmt17["systems"]["FBK"]
-    metrics = [sacrebleu.BLEU(tokenize=t, lowercase=lc, smooth_method=s) for t, lc, s in
-               [("intl", True, "floor"), ("zh", False, "add-k"), ("char", False, "none"), ("none", True, "exp")]]
-    metrics += [sacrebleu.CHRF(char_order=4, word_order=1, beta=1, lowercase=True, whitespace=True),
-                sacrebleu.CHRF(eps_smoothing=True), sacrebleu.TER(normalized=True, no_punct=True, case_sensitive=True)]
+    metrics = [
+        sacrebleu.BLEU(tokenize=t, lowercase=lc, smooth_method=s)
+        for t, lc, s in [
+            ("intl", True, "floor"),
+            ("zh", False, "add-k"),
+            ("char", False, "none"),
+            ("none", True, "exp"),
+        ]
+    ]
+    metrics += [
+        sacrebleu.CHRF(char_order=4, word_order=1, beta=1, lowercase=True, whitespace=True),
+        sacrebleu.CHRF(eps_smoothing=True),
+        sacrebleu.TER(normalized=True, no_punct=True, case_sensitive=True),
+    ]
     out = [m.corpus_score(hyp[:200], [r[:200] for r in refs2]) for m in metrics]
     cached = sacrebleu.BLEU(references=refs2)  # the cached-references form, many systems
     out += [cached.corpus_score(h, None) for h in wmt17["systems"].values()] + [str(cached.get_signature())]
@@ -132,8 +151,13 @@ def sacrebleu_significance(wmt17):
         score = metric.corpus_score(systems[0][1], [ref], n_bootstrap=300)
         out.append((score, repr(score)))
     for kind in ("bs", "ar"):
-        sigs, scores = PairedTest(systems[:3], {"BLEU": sacrebleu.BLEU(references=[ref]), "chrF": sacrebleu.CHRF()},
-                                  [ref], test_type=kind, n_samples=200 if kind == "bs" else 300)()
+        sigs, scores = PairedTest(
+            systems[:3],
+            {"BLEU": sacrebleu.BLEU(references=[ref]), "chrF": sacrebleu.CHRF()},
+            [ref],
+            test_type=kind,
+            n_samples=200 if kind == "bs" else 300,
+        )()
         out.append(({k: str(v) for k, v in sigs.items()}, {k: [repr(r) for r in v] for k, v in scores.items()}))
     return out
 
@@ -146,6 +170,7 @@ def test_sacrebleu_bootstrap_and_paired_tests(wmt17, monkeypatch):
 
 
 # --- rouge-score ---------------------------------------------------------------------------------------
+
 
 class SplitTokenizer:
     def tokenize(self, text):
@@ -186,6 +211,7 @@ def test_rouge_score_split_summaries_and_a_tokenizer_object(summaries, nltk_punk
 
 # --- scikit-learn ----------------------------------------------------------------------------------------
 
+
 def topk_run(rng):
     s = rng.standard_normal((3000, 40)).astype(np.float32)
     s[:, 3] = s[:, 9]  # ties
@@ -193,12 +219,16 @@ def topk_run(rng):
     w = rng.random(3000)
     labels = np.arange(0, 80, 2)
     out = [top_k_accuracy_score(y, s, k=k) for k in (1, 2, 5, 39)]
-    out += [top_k_accuracy_score(y, s, k=3, normalize=False), top_k_accuracy_score(y, s, k=3, sample_weight=w),
-            top_k_accuracy_score(y, s, k=3, normalize=False, sample_weight=w),
-            top_k_accuracy_score(2 * y, s.astype(np.float64), k=2, labels=labels),
-            top_k_accuracy_score(np.array(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"))[y], s, k=4),
-            top_k_accuracy_score(y % 2, s[:, 0], k=1), top_k_accuracy_score(y % 2, s[:, 0] > 0, k=1),
-            top_k_accuracy_score(y % 2, 1 / (1 + np.exp(-s[:, 0])), k=1)]
+    out += [
+        top_k_accuracy_score(y, s, k=3, normalize=False),
+        top_k_accuracy_score(y, s, k=3, sample_weight=w),
+        top_k_accuracy_score(y, s, k=3, normalize=False, sample_weight=w),
+        top_k_accuracy_score(2 * y, s.astype(np.float64), k=2, labels=labels),
+        top_k_accuracy_score(np.array(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"))[y], s, k=4),
+        top_k_accuracy_score(y % 2, s[:, 0], k=1),
+        top_k_accuracy_score(y % 2, s[:, 0] > 0, k=1),
+        top_k_accuracy_score(y % 2, 1 / (1 + np.exp(-s[:, 0])), k=1),
+    ]
     with pytest.warns(Warning, match="perfect score"):
         out.append(top_k_accuracy_score(y, s, k=40))
     return out
@@ -217,6 +247,7 @@ def test_top_k_accuracy_score(rng):
 
 
 # --- torchmetrics ---------------------------------------------------------------------------------------
+
 
 def perplexity_run(batches, dtype, ignore_index, forward=False):
     m = Perplexity(ignore_index=ignore_index)
@@ -277,18 +308,30 @@ def test_torchmetrics_fallbacks_keep_the_original():
 
 # --- the patch itself ------------------------------------------------------------------------------------
 
+
 def originals():
-    from rouge_score import rouge_scorer as rs, scoring as sc
+    from rouge_score import rouge_scorer as rs
+    from rouge_score import scoring as sc
     from sacrebleu.metrics import BLEU, CHRF, TER
     from sklearn.metrics import _ranking
 
     inner = _ranking.top_k_accuracy_score.__wrapped__
     import torchmetrics.text.perplexity as tp
+
     fp = sys.modules["torchmetrics.functional.text.perplexity"]
-    return [("_extract_corpus_statistics" in C.__dict__, "_cache_references" in C.__dict__) for C in (BLEU, CHRF, TER)] \
-        + [rs.RougeScorer.__dict__["score"], sc.BootstrapAggregator.__dict__["_bootstrap_resample"], inner,
-           inner.__code__, tp.Perplexity.update, tp.Perplexity.update.__code__, tp.Perplexity.compute.__code__,
-           fp.perplexity, fp.perplexity.__code__]
+    return [
+        ("_extract_corpus_statistics" in C.__dict__, "_cache_references" in C.__dict__) for C in (BLEU, CHRF, TER)
+    ] + [
+        rs.RougeScorer.__dict__["score"],
+        sc.BootstrapAggregator.__dict__["_bootstrap_resample"],
+        inner,
+        inner.__code__,
+        tp.Perplexity.update,
+        tp.Perplexity.update.__code__,
+        tp.Perplexity.compute.__code__,
+        fp.perplexity,
+        fp.perplexity.__code__,
+    ]
 
 
 def test_unpatch_restores_every_original_object(wmt17):
@@ -387,9 +430,13 @@ def test_the_sacrebleu_command_runs_patched(wmt17, tmp_path):
     hyp.write_text("\n".join(wmt17["systems"]["FBK"][:500]) + "\n", encoding="utf-8")
     args = [str(ref), "-i", str(hyp), "-m", "bleu", "chrf", "ter", "--confidence", "--confidence-n", "100", "-b"]
     plain = subprocess.run([sys.executable, "-m", "sacrebleu", *args], capture_output=True, text=True, timeout=600)
-    ours = subprocess.run([sys.executable, "-m", "turbometrics.patch", "--report", "-m", "sacrebleu", *args],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TURBOMETRICS_PATCH_STRICT": "1"})
+    ours = subprocess.run(
+        [sys.executable, "-m", "turbometrics.patch", "--report", "-m", "sacrebleu", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TURBOMETRICS_PATCH_STRICT": "1"},
+    )
     assert plain.returncode == ours.returncode == 0, ours.stderr
     assert ours.stdout == plain.stdout and plain.stdout.count("μ") == 3
     assert "sacrebleu.BLEU statistics: 1 accelerated, 0 fallback" in ours.stderr
@@ -398,8 +445,12 @@ def test_the_sacrebleu_command_runs_patched(wmt17, tmp_path):
 def test_the_command_line_runs_a_script(tmp_path):
     script = tmp_path / "score.py"
     script.write_text("import sys, sacrebleu\nprint(sys.argv[1:], sacrebleu.corpus_bleu(['a b c d'], [['a b c d']]))\n")
-    out = subprocess.run([sys.executable, "-m", "turbometrics.patch", "-v", str(script), "-x", "--y"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "turbometrics.patch", "-v", str(script), "-x", "--y"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("['-x', '--y'] BLEU = 100.00")
     assert "turbometrics.patch: sacrebleu.BLEU statistics: accelerated" in out.stderr
@@ -416,8 +467,10 @@ def test_an_unsupported_version_is_left_unpatched(monkeypatch):
         tm.patch(["rouge_score", "sacrebleu"])
     try:
         assert not tm.is_patched("rouge_score") and tm.is_patched("sacrebleu")
-        assert "score" not in vars(rouge_scorer.RougeScorer) or \
-            rouge_scorer.RougeScorer.score.__module__ == "rouge_score.rouge_scorer"
+        assert (
+            "score" not in vars(rouge_scorer.RougeScorer)
+            or rouge_scorer.RougeScorer.score.__module__ == "rouge_score.rouge_scorer"
+        )
     finally:
         tm.unpatch()
 

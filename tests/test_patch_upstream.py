@@ -9,6 +9,7 @@ for the ``testdata/`` it does not ship: ``upstream/rouge_score_testdata.py``), s
 ``upstream/deselected.txt``. The summary prints passed / deselected per suite and how many patched calls
 each suite made.
 """
+
 import os
 import re
 import shutil
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-
 
 from conftest import DATA, PATCH_REPORT
 
@@ -36,18 +36,38 @@ def deselected(suite: str) -> list[str]:
 
 
 def run_suite(suite: str, args: list[str], cwd: Path, *, plugins: tuple = ()) -> None:
-    env = {**os.environ, "TURBOMETRICS_PATCH_STRICT": "1", "TURBOMETRICS_DATA": str(DATA),
-           "PYTHONPATH": os.pathsep.join([str(UPSTREAM), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "turbometrics.patch", "--report", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "-n", "0", *[f"-p{p}" for p in plugins], *[f"--deselect={d}" for d in deselected(suite)], *args]
+    env = {
+        **os.environ,
+        "TURBOMETRICS_PATCH_STRICT": "1",
+        "TURBOMETRICS_DATA": str(DATA),
+        "PYTHONPATH": os.pathsep.join([str(UPSTREAM), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "turbometrics.patch",
+        "--report",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        *[f"-p{p}" for p in plugins],
+        *[f"--deselect={d}" for d in deselected(suite)],
+        *args,
+    ]
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
     lines = [ln for ln in out.stdout.strip().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
     summary = lines[-1].strip("= ") if lines else "no summary"
     calls = re.findall(r"turbometrics\.patch: (.+): (\d+) accelerated, (\d+) fallback", out.stderr)
     accelerated = sum(int(a) for _, a, _ in calls)
     errors = sum(int(f) for _, _, f in calls)
-    PATCH_REPORT.append(f"{suite}: {summary}; {accelerated} patched calls accelerated, {errors} fell back "
-                        f"(inputs the original rejects too)")
+    PATCH_REPORT.append(
+        f"{suite}: {summary}; {accelerated} patched calls accelerated, {errors} fell back "
+        f"(inputs the original rejects too)"
+    )
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     assert " passed" in summary and "failed" not in summary, summary
     assert accelerated > 0, out.stderr[-2000:]
@@ -56,8 +76,12 @@ def run_suite(suite: str, args: list[str], cwd: Path, *, plugins: tuple = ()) ->
 def pip_download(spec: str, dest: Path) -> Path:
     """The sdist of ``spec`` from the package index (pip's own configuration), unpacked under ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    "-d", str(dest), spec], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(dest), spec],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     archive = next(dest.glob("*.tar.gz"))
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")

@@ -11,6 +11,7 @@
   threads and gives the same bits as this build, in forked children too.
 What ran is printed in pytest's summary (conftest.py).
 """
+
 import importlib.util
 import os
 import platform
@@ -23,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BUILD_REPORT
+from test_fork import WAYS as FORK_WAYS
+from test_fork import run_fork_check
 
 import turbometrics as tm
-from conftest import BUILD_REPORT
-from test_fork import WAYS as FORK_WAYS, run_fork_check
 from turbometrics import resampling
 from turbometrics._bench import build_without_openmp, zipf_corpus
 from turbometrics._ext import _dense
@@ -91,15 +93,16 @@ def test_every_width_gives_the_same_bits(tmp_path):
     _compile(cxx + ["-O2", *FLAGS, str(CXX_TESTS / "widths.cpp"), "-o", str(exe)])
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout[-4000:] + r.stderr[-2000:]
-    BUILD_REPORT.append(f"64-byte kernel logic (the AVX-512 path's) vs the paths run here: {r.stdout.strip()[4:]}; "
-                        "cpu.hpp's CPUID reading agrees with GCC's __builtin_cpu_supports")
+    BUILD_REPORT.append(
+        f"64-byte kernel logic (the AVX-512 path's) vs the paths run here: {r.stdout.strip()[4:]}; "
+        "cpu.hpp's CPUID reading agrees with GCC's __builtin_cpu_supports"
+    )
 
 
 def test_neon_kernels_compile_to_vector_code(tmp_path):
     zig = _zig()
     asm = tmp_path / "dense-aarch64.s"
-    _compile(zig + ["-target", "aarch64-linux-gnu", "-O3", *FLAGS, "-S", str(CXX_TESTS / "dense.cpp"),
-                    "-o", str(asm)])
+    _compile(zig + ["-target", "aarch64-linux-gnu", "-O3", *FLAGS, "-S", str(CXX_TESTS / "dense.cpp"), "-o", str(asm)])
     text = asm.read_text(errors="replace")
     counts = {}
     for fn, lanes in (("nll_f32", "4s"), ("nll_f64", "2d")):
@@ -111,15 +114,18 @@ def test_neon_kernels_compile_to_vector_code(tmp_path):
         counts[fn] = len(vec)
     scan = _function(text, "base", "topk_f32")
     assert any(re.match(r"^fcm(gt|ge)\s+v\d+\.4s", ln) for ln in scan), "top-k scan is not vectorized"
-    BUILD_REPORT.append(f"aarch64-linux (zig clang): NEON path vectorized: {counts['nll_f32']} vector float ops "
-                        f"(.4s) in nll_f32, {counts['nll_f64']} (.2d) in nll_f64; top-k scan with vector compares")
+    BUILD_REPORT.append(
+        f"aarch64-linux (zig clang): NEON path vectorized: {counts['nll_f32']} vector float ops "
+        f"(.4s) in nll_f32, {counts['nll_f64']} (.2d) in nll_f64; top-k scan with vector compares"
+    )
 
 
 @pytest.mark.parametrize("target", ["aarch64-macos", "x86_64-macos"])
 def test_kernels_build_for_macos(tmp_path, target):
     zig = _zig()
-    _compile(zig + ["-target", target, "-O2", *FLAGS, "-c", str(CXX_TESTS / "dense.cpp"),
-                    "-o", str(tmp_path / "dense.o")])
+    _compile(
+        zig + ["-target", target, "-O2", *FLAGS, "-c", str(CXX_TESTS / "dense.cpp"), "-o", str(tmp_path / "dense.o")]
+    )
     _compile(zig + ["-target", target, "-O0", *FLAGS, "-c", str(CXX_TESTS / "text.cpp"), "-o", str(tmp_path / "t.o")])
     BUILD_REPORT.append(f"{target} (zig clang, no OpenMP): dense kernels compiled, text kernels checked")
 
@@ -130,11 +136,14 @@ def test_kernels_build_for_windows(tmp_path):
     zig = _zig()
     for name, opt in (("dense", "-O2"), ("text", "-O0")):
         obj = tmp_path / f"{name}.obj"
-        _compile(zig + ["-target", "x86_64-windows-gnu", opt, *FLAGS, "-c", str(CXX_TESTS / f"{name}.cpp"),
-                        "-o", str(obj)])
+        _compile(
+            zig + ["-target", "x86_64-windows-gnu", opt, *FLAGS, "-c", str(CXX_TESTS / f"{name}.cpp"), "-o", str(obj)]
+        )
         assert obj.read_bytes()[:2] == b"\x64\x86", f"{name}.obj is not an x86-64 COFF object"
-    BUILD_REPORT.append("x86_64-windows-gnu (zig clang, MinGW headers, no OpenMP): dense and text kernels compiled to "
-                        "COFF objects (not clang-cl with MSVC's headers: that build is the Windows wheel job's)")
+    BUILD_REPORT.append(
+        "x86_64-windows-gnu (zig clang, MinGW headers, no OpenMP): dense and text kernels compiled to "
+        "COFF objects (not clang-cl with MSVC's headers: that build is the Windows wheel job's)"
+    )
 
 
 CHECK = textwrap.dedent("""
@@ -193,8 +202,14 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     np.savez(data, **want)
 
     env = dict(os.environ, PYTHONPATH=str(src / "src"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    r = subprocess.run([sys.executable, "-c", CHECK, str(data), str(src / "src")], env=env, capture_output=True,
-                       text=True, timeout=600, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-c", CHECK, str(data), str(src / "src")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     words = r.stdout.split()
     assert words[1:4] == ["std::thread", "pool", "TASKS"], r.stdout
@@ -204,7 +219,9 @@ def test_build_without_openmp_uses_threads_and_gives_the_same_bits(tmp_path):
     ways = [w for w in FORK_WAYS if w != "dataloader" or importlib.util.find_spec("torch")]
     out = run_fork_check(ways, env)  # forked children there too (fork_check.py runs that build: PYTHONPATH)
     assert "THREADING std::thread pool" in out, out
-    BUILD_REPORT.append(f"build without OpenMP (TURBOMETRICS_OPENMP=0): std::thread pool, {after - before} worker "
-                        "thread(s) started; NLL, top-k, ranks, BLEU, chrF++, ROUGE, resampling bits equal this "
-                        "build's; forked children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return "
-                        "its numbers")
+    BUILD_REPORT.append(
+        f"build without OpenMP (TURBOMETRICS_OPENMP=0): std::thread pool, {after - before} worker "
+        "thread(s) started; NLL, top-k, ranks, BLEU, chrF++, ROUGE, resampling bits equal this "
+        "build's; forked children (os.fork, Pool, ProcessPoolExecutor, DataLoader, mid-kernel) return "
+        "its numbers"
+    )

@@ -1,5 +1,6 @@
 """The README is the front door: its first two commands are the install/test lines CI runs, it stays short,
 its Python examples run (in order, one namespace) and its links point at files that exist."""
+
 from __future__ import annotations
 
 import pathlib

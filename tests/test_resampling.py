@@ -1,4 +1,5 @@
 """Bootstrap intervals and paired tests: sacrebleu / rouge-score parity, default-mode properties."""
+
 import numpy as np
 import pytest
 from rouge_score import rouge_scorer, scoring
@@ -8,8 +9,13 @@ from sacrebleu.significance import PairedTest
 import turbometrics as tm
 from turbometrics import resampling
 
-BLEU_OPTIONS = [{}, {"smooth_method": "floor"}, {"smooth_method": "add-k", "smooth_value": 2},
-                {"smooth_method": "none", "effective_order": True}, {"lowercase": True, "tokenize": "intl"}]
+BLEU_OPTIONS = [
+    {},
+    {"smooth_method": "floor"},
+    {"smooth_method": "add-k", "smooth_value": 2},
+    {"smooth_method": "none", "effective_order": True},
+    {"lowercase": True, "tokenize": "intl"},
+]
 CHRF_OPTIONS = [{}, {"word_order": 2}, {"eps_smoothing": True, "char_order": 4}]
 
 
@@ -52,14 +58,16 @@ def test_sacrebleu_paired(wmt17, kind, test_type):
     refs = [wmt17["ref"]]
     metric = BLEU() if kind == "bleu" else CHRF()
     n = 1000 if test_type == "bs" else 2000
-    _, theirs = PairedTest([("base", base), ("close", close), ("far", far)], {"m": metric}, refs,
-                           test_type=test_type, n_samples=n)()
+    _, theirs = PairedTest(
+        [("base", base), ("close", close), ("far", far)], {"m": metric}, refs, test_type=test_type, n_samples=n
+    )()
     results = list(theirs.values())[1]
     method = "bootstrap" if test_type == "bs" else "randomization"
     p_values = []
     for i, hyps in enumerate((close, far), 1):
-        ours = tm.paired_test(_ours(kind, {}, base, refs), _ours(kind, {}, hyps, refs), method=method,
-                              n_resamples=n, mode="sacrebleu")
+        ours = tm.paired_test(
+            _ours(kind, {}, base, refs), _ours(kind, {}, hyps, refs), method=method, n_resamples=n, mode="sacrebleu"
+        )
         r = results[i]
         assert (ours.system, ours.baseline, ours.p_value) == (r.score, results[0].score, r.p_value)
         if test_type == "bs":
@@ -96,8 +104,9 @@ def test_rouge_score_bootstrap(summaries):
 
 def _numpy_draws(n: int, count: int, seed) -> list:
     """The default mode's documented draws, made by NumPy: resample r from its own spawned stream."""
-    return [np.random.default_rng(s).integers(0, n, n, dtype=np.uint32)
-            for s in np.random.SeedSequence(seed).spawn(count)]
+    return [
+        np.random.default_rng(s).integers(0, n, n, dtype=np.uint32) for s in np.random.SeedSequence(seed).spawn(count)
+    ]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 42, 2**32, 2**64 + 5, 2**200 + 3])
@@ -108,11 +117,15 @@ def test_compiled_draws_are_numpys(seed, monkeypatch):
         got = np.concatenate(list(resampling._draws("counts", n, count, seed, 2)))
         assert got.dtype == np.int32 and (got == want).all(), (seed, n)
     monkeypatch.setattr(resampling, "_CHUNK_DRAWS", 7000)  # resamples 1.. start mid-way: spawn keys r0 + r
-    assert (np.concatenate(list(resampling._draws("counts", 3000, 5, seed, 1))) ==
-            np.stack([np.bincount(d, minlength=3000) for d in _numpy_draws(3000, 5, seed)])).all()
+    assert (
+        np.concatenate(list(resampling._draws("counts", 3000, 5, seed, 1)))
+        == np.stack([np.bincount(d, minlength=3000) for d in _numpy_draws(3000, 5, seed)])
+    ).all()
     monkeypatch.setattr(resampling, "_entropy_words", lambda seed: None)  # NumPy's own draws (past 2**32 items)
-    assert (np.concatenate(list(resampling._draws("counts", 50, 4, seed, 2))) ==
-            np.stack([np.bincount(d, minlength=50) for d in _numpy_draws(50, 4, seed)])).all()
+    assert (
+        np.concatenate(list(resampling._draws("counts", 50, 4, seed, 2)))
+        == np.stack([np.bincount(d, minlength=50) for d in _numpy_draws(50, 4, seed)])
+    ).all()
 
 
 def _block_sums(cols, counts):
@@ -124,33 +137,41 @@ def _block_sums(cols, counts):
     for b in range(16):
         part = np.zeros((counts.shape[0], cols.shape[0]))
         for i in range(b * step, min(n, (b + 1) * step)):
-            c = counts[:, i:i + 1]
+            c = counts[:, i : i + 1]
             part = part + c * np.where(c != 0, cols[:, i], 0.0)
         total = part if b == 0 else total + part
     return total
 
 
-@pytest.mark.parametrize("r,n,k", [(1, 1, 1), (3, 5, 2), (7, 17, 10), (40, 1000, 3), (20, 3001, 10),
-                                   (9, 1500, 24), (130, 70, 1)])
+@pytest.mark.parametrize(
+    "r,n,k", [(1, 1, 1), (3, 5, 2), (7, 17, 10), (40, 1000, 3), (20, 3001, 10), (9, 1500, 24), (130, 70, 1)]
+)
 def test_sums_kernel(r, n, k, rng):
     """_sums against NumPy: integer sums exact (int32 and int64 columns, small and large counts), float sums
     in their fixed block order bit for bit; the same on any thread count."""
     counts = rng.integers(0, 4, (r, n)).astype(np.int32)
     counts[0, : n // 2] = 0
-    big = counts * np.int32(2 ** 20)  # too large for the kernel's 32-bit lanes
+    big = counts * np.int32(2**20)  # too large for the kernel's 32-bit lanes
     ints = rng.integers(-100000, 100000, (k, n))
-    huge = rng.integers(-2 ** 62, 2 ** 62, (k, n))  # int64 sums that wrap, as NumPy's
+    huge = rng.integers(-(2**62), 2**62, (k, n))  # int64 sums that wrap, as NumPy's
     floats = rng.standard_normal((k, n)) * 10.0 ** rng.integers(-10, 10, (k, n))
     floats[:, ::7] = np.inf
     floats[:, 1::11] = -0.0
-    cases = [(ints.astype(np.int32), counts), (ints.astype(np.int32), big), (ints, counts), (huge, counts),
-             (floats, counts)]
+    cases = [
+        (ints.astype(np.int32), counts),
+        (ints.astype(np.int32), big),
+        (ints, counts),
+        (huge, counts),
+        (floats, counts),
+    ]
     for cols, cnt in cases:
         want = _block_sums(cols, cnt) if cols.dtype == np.float64 else cnt.astype(np.int64) @ cols.T.astype(np.int64)
         for threads in (1, 2, 3):
             got = resampling._sums(cols, cnt, threads)
-            assert got.dtype == want.dtype and np.array_equal(got.view(np.int64), want.view(np.int64)), \
-                (cols.dtype, threads)
+            assert got.dtype == want.dtype and np.array_equal(got.view(np.int64), want.view(np.int64)), (
+                cols.dtype,
+                threads,
+            )
     assert resampling._columns(ints.T).dtype == np.int32 and resampling._columns(huge.T).dtype == np.int64
 
 
@@ -231,24 +252,30 @@ def test_default_paired(wmt17):
     assert tm.paired_test(ta, tb, n_resamples=200).p_value < 0.05
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda b, r: tm.bootstrap_ci("BLEU"), TypeError, "accumulator"),
-    (lambda b, r: tm.bootstrap_ci(tm.metrics.BLEU()), ValueError, "no items"),
-    (lambda b, r: tm.bootstrap_ci(b, n_resamples=0), ValueError, "n_resamples"),
-    (lambda b, r: tm.bootstrap_ci(b, n_resamples=2.5), TypeError, "n_resamples"),
-    (lambda b, r: tm.bootstrap_ci(b, confidence=1.5), ValueError, "confidence"),
-    (lambda b, r: tm.bootstrap_ci(b, mode="moses"), ValueError, "mode"),
-    (lambda b, r: tm.bootstrap_ci(b, confidence=0.9, mode="sacrebleu"), ValueError, "0.95"),
-    (lambda b, r: tm.bootstrap_ci(r, mode="sacrebleu"), ValueError, "BLEU and CHRF"),
-    (lambda b, r: tm.bootstrap_ci(b, mode="rouge_score"), ValueError, "ROUGE"),
-    (lambda b, r: tm.bootstrap_ci(tm.metrics.Perplexity(reduction="none").update(np.zeros((2, 3)), [0, 1])),
-     ValueError, "reduction"),
-    (lambda b, r: tm.paired_test(b, r), ValueError, "cannot merge"),
-    (lambda b, r: tm.paired_test(b, tm.metrics.BLEU().update(["a"], [["a"]])), ValueError, "same items"),
-    (lambda b, r: tm.paired_test(r, r), ValueError, "one score"),
-    (lambda b, r: tm.paired_test(b, b, method="t-test"), ValueError, "method"),
-    (lambda b, r: tm.paired_test(b, b, mode="rouge_score"), ValueError, "rouge"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda b, r: tm.bootstrap_ci("BLEU"), TypeError, "accumulator"),
+        (lambda b, r: tm.bootstrap_ci(tm.metrics.BLEU()), ValueError, "no items"),
+        (lambda b, r: tm.bootstrap_ci(b, n_resamples=0), ValueError, "n_resamples"),
+        (lambda b, r: tm.bootstrap_ci(b, n_resamples=2.5), TypeError, "n_resamples"),
+        (lambda b, r: tm.bootstrap_ci(b, confidence=1.5), ValueError, "confidence"),
+        (lambda b, r: tm.bootstrap_ci(b, mode="moses"), ValueError, "mode"),
+        (lambda b, r: tm.bootstrap_ci(b, confidence=0.9, mode="sacrebleu"), ValueError, "0.95"),
+        (lambda b, r: tm.bootstrap_ci(r, mode="sacrebleu"), ValueError, "BLEU and CHRF"),
+        (lambda b, r: tm.bootstrap_ci(b, mode="rouge_score"), ValueError, "ROUGE"),
+        (
+            lambda b, r: tm.bootstrap_ci(tm.metrics.Perplexity(reduction="none").update(np.zeros((2, 3)), [0, 1])),
+            ValueError,
+            "reduction",
+        ),
+        (lambda b, r: tm.paired_test(b, r), ValueError, "cannot merge"),
+        (lambda b, r: tm.paired_test(b, tm.metrics.BLEU().update(["a"], [["a"]])), ValueError, "same items"),
+        (lambda b, r: tm.paired_test(r, r), ValueError, "one score"),
+        (lambda b, r: tm.paired_test(b, b, method="t-test"), ValueError, "method"),
+        (lambda b, r: tm.paired_test(b, b, mode="rouge_score"), ValueError, "rouge"),
+    ],
+)
 def test_bad_input(call, exc, match):
     b = tm.metrics.BLEU().update(["a b c", "d e"], [["a b c", "d"]])
     r = tm.metrics.ROUGE().update(["a b"], ["a"])

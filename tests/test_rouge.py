@@ -1,13 +1,14 @@
 """ROUGE against rouge-score 0.1.2 (and its nltk Porter stemmer): real data, multi-reference, adversarial text."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.stem.porter import PorterStemmer
 from rouge_score import rouge_scorer
+from test_bleu import ADVERSARIAL
 
 import turbometrics as tm
-from test_bleu import ADVERSARIAL
 from turbometrics import slow
 from turbometrics._ext import _text
 
@@ -32,15 +33,17 @@ def test_summaries_every_type(summaries, stem):
 @pytest.mark.parametrize("stem", [False, True])
 def test_wmt17_lsum_multi_sentence_and_multi_reference(wmt17, stem):
     ref, hyp = wmt17["ref"], wmt17["systems"]["uedin-nmt"]
-    preds = ["\n".join(hyp[i:i + 5]) for i in range(0, 3000, 5)]
-    targets = ["\n".join(ref[i:i + 3]) + "\n\n  \n" for i in range(0, 1800, 3)]
+    preds = ["\n".join(hyp[i : i + 5]) for i in range(0, 3000, 5)]
+    targets = ["\n".join(ref[i : i + 3]) + "\n\n  \n" for i in range(0, 1800, 3)]
     types = ["rouge1", "rouge2", "rouge4", "rougeL", "rougeLsum"]
     scorer = rouge_scorer.RougeScorer(types, use_stemmer=stem)
-    assert_same(tm.rouge(preds, targets, types, use_stemmer=stem),
-                [scorer.score(t, p) for p, t in zip(preds, targets)], types)
+    assert_same(
+        tm.rouge(preds, targets, types, use_stemmer=stem), [scorer.score(t, p) for p, t in zip(preds, targets)], types
+    )
     multi = [[targets[i], targets[(i + 7) % len(targets)], preds[(i + 1) % len(preds)]] for i in range(len(preds))]
-    assert_same(tm.rouge(preds, multi, types, use_stemmer=stem),
-                [scorer.score_multi(m, p) for p, m in zip(preds, multi)], types)
+    assert_same(
+        tm.rouge(preds, multi, types, use_stemmer=stem), [scorer.score_multi(m, p) for p, m in zip(preds, multi)], types
+    )
 
 
 def test_wmt17_pairs(wmt17):
@@ -58,15 +61,99 @@ def test_slow_agrees(summaries):
             np.testing.assert_array_equal(fast[t].fmeasure, ref[t].fmeasure)
 
 
-WORDS = st.lists(st.sampled_from(["a", "e", "i", "o", "u", "y", "b", "c", "d", "l", "s", "t", "z", "ss", "ll",
-                                  "at", "bl", "iz", "ed", "ing", "ies", "ied", "eed", "ational", "tional", "enci",
-                                  "anci", "izer", "bli", "alli", "entli", "eli", "ousli", "ization", "ation",
-                                  "ator", "alism", "iveness", "fulness", "ousness", "aliti", "iviti", "biliti",
-                                  "fulli", "logi", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al",
-                                  "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion",
-                                  "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "sky",
-                                  "dying", "news", "inning", "howe", "proceed", "yy", "w", "x", "0", "7"]),
-                 min_size=1, max_size=6).map("".join)
+WORDS = st.lists(
+    st.sampled_from(
+        [
+            "a",
+            "e",
+            "i",
+            "o",
+            "u",
+            "y",
+            "b",
+            "c",
+            "d",
+            "l",
+            "s",
+            "t",
+            "z",
+            "ss",
+            "ll",
+            "at",
+            "bl",
+            "iz",
+            "ed",
+            "ing",
+            "ies",
+            "ied",
+            "eed",
+            "ational",
+            "tional",
+            "enci",
+            "anci",
+            "izer",
+            "bli",
+            "alli",
+            "entli",
+            "eli",
+            "ousli",
+            "ization",
+            "ation",
+            "ator",
+            "alism",
+            "iveness",
+            "fulness",
+            "ousness",
+            "aliti",
+            "iviti",
+            "biliti",
+            "fulli",
+            "logi",
+            "icate",
+            "ative",
+            "alize",
+            "iciti",
+            "ical",
+            "ful",
+            "ness",
+            "al",
+            "ance",
+            "ence",
+            "er",
+            "ic",
+            "able",
+            "ible",
+            "ant",
+            "ement",
+            "ment",
+            "ent",
+            "ion",
+            "sion",
+            "tion",
+            "ou",
+            "ism",
+            "ate",
+            "iti",
+            "ous",
+            "ive",
+            "ize",
+            "e",
+            "sky",
+            "dying",
+            "news",
+            "inning",
+            "howe",
+            "proceed",
+            "yy",
+            "w",
+            "x",
+            "0",
+            "7",
+        ]
+    ),
+    min_size=1,
+    max_size=6,
+).map("".join)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -85,9 +172,11 @@ def test_rouge_tokenizer_matches_rouge_score(text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(pred=st.lists(ADVERSARIAL, max_size=3).map("\n".join),
-       targets=st.lists(st.lists(st.one_of(WORDS, ADVERSARIAL), max_size=8).map(" ".join), min_size=1, max_size=3),
-       stem=st.booleans())
+@given(
+    pred=st.lists(ADVERSARIAL, max_size=3).map("\n".join),
+    targets=st.lists(st.lists(st.one_of(WORDS, ADVERSARIAL), max_size=8).map(" ".join), min_size=1, max_size=3),
+    stem=st.booleans(),
+)
 def test_rouge_matches_on_adversarial_text(pred, targets, stem):
     scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=stem)
     ours = tm.rouge([pred], [targets], ALL, use_stemmer=stem)
@@ -112,26 +201,31 @@ def test_very_long_texts_use_the_linear_memory_lcs():
     assert got.recall[0] == got.precision[0] == 15001 / 30000  # all evens, then w29999
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda: tm.rouge(["a", "b"], ["a"]), ValueError, "references has 1 entries but there are 2 predictions"),
-    (lambda: tm.rouge("a b", ["a b"]), TypeError, "predictions must be a list of strings"),
-    (lambda: tm.rouge(["a"], "a"), TypeError, "references must be a list"),
-    (lambda: tm.rouge(["a"], [["a", 3]]), TypeError, r"references\[0\]\[1\] must be a str"),
-    (lambda: tm.rouge(["a"], [[]]), ValueError, "every prediction needs a reference"),
-    (lambda: tm.rouge([None], ["a"]), TypeError, r"predictions\[0\] must be a str"),
-    (lambda: tm.rouge(["a"], ["a"], rouge_types=["rouge0"]), ValueError, "unknown rouge type 'rouge0'"),
-    (lambda: tm.rouge(["a"], ["a"], rouge_types=["rougeW"]), ValueError, "unknown rouge type"),
-    (lambda: tm.rouge(["a"], ["a"], rouge_types="rouge1"), TypeError, "rouge_types must be a list"),
-    (lambda: tm.rouge(["a"], ["a"], rouge_types=[]), ValueError, "rouge_types is empty"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: tm.rouge(["a", "b"], ["a"]), ValueError, "references has 1 entries but there are 2 predictions"),
+        (lambda: tm.rouge("a b", ["a b"]), TypeError, "predictions must be a list of strings"),
+        (lambda: tm.rouge(["a"], "a"), TypeError, "references must be a list"),
+        (lambda: tm.rouge(["a"], [["a", 3]]), TypeError, r"references\[0\]\[1\] must be a str"),
+        (lambda: tm.rouge(["a"], [[]]), ValueError, "every prediction needs a reference"),
+        (lambda: tm.rouge([None], ["a"]), TypeError, r"predictions\[0\] must be a str"),
+        (lambda: tm.rouge(["a"], ["a"], rouge_types=["rouge0"]), ValueError, "unknown rouge type 'rouge0'"),
+        (lambda: tm.rouge(["a"], ["a"], rouge_types=["rougeW"]), ValueError, "unknown rouge type"),
+        (lambda: tm.rouge(["a"], ["a"], rouge_types="rouge1"), TypeError, "rouge_types must be a list"),
+        (lambda: tm.rouge(["a"], ["a"], rouge_types=[]), ValueError, "rouge_types is empty"),
+    ],
+)
 def test_bad_rouge_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 
 
 @settings(max_examples=200, deadline=None)
-@given(pred=st.text(alphabet=st.characters(exclude_categories=()), max_size=40),
-       target=st.text(alphabet=st.characters(exclude_categories=()), max_size=40))
+@given(
+    pred=st.text(alphabet=st.characters(exclude_categories=()), max_size=40),
+    target=st.text(alphabet=st.characters(exclude_categories=()), max_size=40),
+)
 def test_any_code_point_even_lone_surrogates(pred, target):
     scorer = rouge_scorer.RougeScorer(ALL, use_stemmer=True)
     assert_same(tm.rouge([pred], [target], ALL, use_stemmer=True), [scorer.score(target, pred)], ALL)
@@ -141,7 +235,7 @@ def test_any_code_point_even_lone_surrogates(pred, target):
 def test_lsum_with_split_summaries_equals_rouge_score(summaries, wmt17, nltk_punkt, stem):
     # the summaries, and multi-sentence texts made of consecutive WMT17 segments (with a stray line break)
     hyp, ref = wmt17["systems"]["uedin-nmt"], wmt17["ref"]
-    joined = [(" ".join(hyp[i:i + 3]), " ".join(ref[i:i + 2]) + "\n" + ref[i + 2]) for i in range(0, 1500, 3)]
+    joined = [(" ".join(hyp[i : i + 3]), " ".join(ref[i : i + 2]) + "\n" + ref[i + 2]) for i in range(0, 1500, 3)]
     preds = list(summaries[0]) + [p for p, _ in joined]
     refs = list(summaries[1]) + [r for _, r in joined]
     types = ["rouge1", "rougeL", "rougeLsum"]
@@ -150,16 +244,20 @@ def test_lsum_with_split_summaries_equals_rouge_score(summaries, wmt17, nltk_pun
     for i, (p, r) in enumerate(zip(preds, refs)):
         theirs = scorer.score(r, p)
         for t in types:
-            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == \
-                tuple(theirs[t]), (i, t)
+            assert tuple(float(getattr(ours[t], f)[i]) for f in ("precision", "recall", "fmeasure")) == tuple(
+                theirs[t]
+            ), (i, t)
     # and through the accumulator, with a custom tokenizer too
     acc = tm.metrics.ROUGE(types, use_stemmer=stem, split_summaries=True)
     acc.update(preds[:50], refs[:50]).update(preds[50:], refs[50:])
     assert all(np.array_equal(acc.compute()[t].fmeasure, ours[t].fmeasure) for t in types)
     split_ws = tm.rouge(preds[:200], refs[:200], ["rougeLsum"], split_summaries=True, tokenizer=str.split)
+
     class WS:
         def tokenize(self, text):
             return text.split()
+
     ws = rouge_scorer.RougeScorer(["rougeLsum"], split_summaries=True, tokenizer=WS())
-    assert split_ws["rougeLsum"].fmeasure.tolist() == [ws.score(r, p)["rougeLsum"].fmeasure
-                                                       for p, r in zip(preds[:200], refs[:200])]
+    assert split_ws["rougeLsum"].fmeasure.tolist() == [
+        ws.score(r, p)["rougeLsum"].fmeasure for p, r in zip(preds[:200], refs[:200])
+    ]

@@ -3,6 +3,7 @@ TURBOMETRICS_SIMD in a subprocess per path, and the same bits from every path.
 Bad values of TURBOMETRICS_SIMD are clear errors on first use, never an
 illegal instruction. What ran is printed in pytest's summary (conftest.py).
 """
+
 import os
 import subprocess
 import sys
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SIMD_REPORT, run_pytest
 
 import turbometrics as tm
-from conftest import SIMD_REPORT, run_pytest
 from turbometrics._ext import _dense
 
 ROOT = Path(__file__).resolve().parent
@@ -27,14 +28,24 @@ if _not_run:
 
 def _run(code: str, simd: str, *args: str) -> subprocess.CompletedProcess:
     """Python code in a fresh process with TURBOMETRICS_SIMD=simd."""
-    return subprocess.run([sys.executable, "-c", code, *args], env=dict(os.environ, TURBOMETRICS_SIMD=simd),
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=dict(os.environ, TURBOMETRICS_SIMD=simd),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
 
 
 @pytest.mark.parametrize("path", _dense.SUPPORTED)
 def test_dense_parity_suite_on_path(path):
-    run_pytest(DENSE_SUITE, dict(os.environ, TURBOMETRICS_SIMD=path), SIMD_REPORT,
-               f"{path}: dense parity suite ({', '.join(DENSE_SUITE)})")
+    run_pytest(
+        DENSE_SUITE,
+        dict(os.environ, TURBOMETRICS_SIMD=path),
+        SIMD_REPORT,
+        f"{path}: dense parity suite ({', '.join(DENSE_SUITE)})",
+    )
 
 
 BATTERY = textwrap.dedent("""
@@ -97,18 +108,24 @@ def test_every_path_gives_the_same_bits(tmp_path):
         assert results[path].keys() == results[first].keys()
         for key, want in results[first].items():
             np.testing.assert_array_equal(results[path][key], want, err_msg=f"{key}: {path} vs {first}")
-    SIMD_REPORT.append(f"same bits on every path run here ({', '.join(_dense.SUPPORTED)}): "
-                       f"{len(results[first])} NLL/top-k/rank/resample-sum results compared")
+    SIMD_REPORT.append(
+        f"same bits on every path run here ({', '.join(_dense.SUPPORTED)}): "
+        f"{len(results[first])} NLL/top-k/rank/resample-sum results compared"
+    )
 
 
 def test_an_unknown_path_is_a_clear_error_on_first_use_only():
-    r = _run("import turbometrics as tm, numpy as np\n"
-             "tm.show_config()\n"
-             "print(tm.corpus_bleu(['the cat sat on the mat'], [['the cat sat on the mat']]).score)\n"  # the text kernels do not use SIMD paths
-             "try:\n"
-             "    tm.perplexity(np.zeros((2, 3)), [0, 1])\n"
-             "except RuntimeError as e:\n"
-             "    print('ERROR', e)\n", "avx9000")
+    r = _run(
+        "import turbometrics as tm, numpy as np\n"
+        "tm.show_config()\n"
+        # the text kernels do not use SIMD paths
+        "print(tm.corpus_bleu(['the cat sat on the mat'], [['the cat sat on the mat']]).score)\n"
+        "try:\n"
+        "    tm.perplexity(np.zeros((2, 3)), [0, 1])\n"
+        "except RuntimeError as e:\n"
+        "    print('ERROR', e)\n",
+        "avx9000",
+    )
     assert r.returncode == 0, r.stderr
     assert "100.0" in r.stdout
     assert "ERROR TURBOMETRICS_SIMD='avx9000' is not a SIMD path of this build" in r.stdout
@@ -117,8 +134,7 @@ def test_an_unknown_path_is_a_clear_error_on_first_use_only():
 
 @pytest.mark.skipif(not _not_run, reason="this CPU runs every compiled path")
 def test_a_path_the_cpu_cannot_run_is_an_error_not_an_illegal_instruction():
-    r = _run("import turbometrics as tm, numpy as np\n"
-             "tm.topk(np.zeros((2, 3), np.float32), 1)\n", _not_run[0])
+    r = _run("import turbometrics as tm, numpy as np\ntm.topk(np.zeros((2, 3), np.float32), 1)\n", _not_run[0])
     assert r.returncode == 1, (r.returncode, r.stderr)  # an exception, not SIGILL
     assert f"this CPU cannot run the {_not_run[0]} path" in r.stderr
 

@@ -1,4 +1,5 @@
 """The package's shape: no import cycles, and the slow twins independent of what they check."""
+
 from __future__ import annotations
 
 import ast
@@ -36,7 +37,7 @@ def _imports(name: str, path: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = here.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             for a in node.names:
                 sub = f"{base}.{a.name}"
@@ -54,8 +55,11 @@ def test_no_import_cycle():
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
         for n in sorted(GRAPH[m]):
-            assert state.get(n) != 1, "import cycle: " + " -> ".join(path[path.index(n):] + [m, n]) \
-                if n in path else f"import cycle: {m} -> {n}"
+            assert state.get(n) != 1, (
+                "import cycle: " + " -> ".join(path[path.index(n) :] + [m, n])
+                if n in path
+                else f"import cycle: {m} -> {n}"
+            )
             if n not in state:
                 visit(n, path + [m])
         state[m] = 2

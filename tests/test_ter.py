@@ -1,5 +1,6 @@
 """TER against sacrebleu 2.6.0: every WMT17 system, every option combination, two references,
 per segment, adversarial strings, and the bootstrap / paired tests in sacrebleu's mode."""
+
 import itertools
 
 import numpy as np
@@ -9,12 +10,32 @@ from sacrebleu.metrics import TER
 
 import turbometrics as tm
 
-ADVERSARIAL = ["", " ", "\n", "a\u00a0b", "A-\nB", "&amp; &lt;x&gt; &quot;", "Straße STRASSE", "İstanbul ǅ",
-               "日本語のテキスト、です。", "中文，测试！", "カタカナ ひらがな", "1,000.50 - 3-4", "it's John's",
-               "( a ) [ b ] { c }", "\u3000全角\uff01", "x" * 50, "😀 👍🏽", "a.b,c?d:e;f!g\"h(i)j", "Nima's, the club's x's"]
+ADVERSARIAL = [
+    "",
+    " ",
+    "\n",
+    "a\u00a0b",
+    "A-\nB",
+    "&amp; &lt;x&gt; &quot;",
+    "Straße STRASSE",
+    "İstanbul ǅ",
+    "日本語のテキスト、です。",
+    "中文，测试！",
+    "カタカナ ひらがな",
+    "1,000.50 - 3-4",
+    "it's John's",
+    "( a ) [ b ] { c }",
+    "\u3000全角\uff01",
+    "x" * 50,
+    "😀 👍🏽",
+    'a.b,c?d:e;f!g"h(i)j',
+    "Nima's, the club's x's",
+]
 
-OPTIONS = [dict(zip(("normalized", "no_punct", "asian_support", "case_sensitive"), v))
-           for v in itertools.product([False, True], repeat=4)]
+OPTIONS = [
+    dict(zip(("normalized", "no_punct", "asian_support", "case_sensitive"), v))
+    for v in itertools.product([False, True], repeat=4)
+]
 
 
 def _same(ours, theirs):
@@ -25,7 +46,7 @@ def test_every_wmt17_system(wmt17):
     # sacrebleu's TER takes 10 s a system here: every system on its first 300 segments (all 3,004 of
     # three systems are compared per segment below)
     ref = wmt17["ref"][:300]
-    for name, hyps in wmt17["systems"].items():
+    for hyps in wmt17["systems"].values():
         ours, m = tm.corpus_ter(hyps[:300], [ref]), TER()
         theirs = m.corpus_score(hyps[:300], [ref])
         _same(ours, theirs)
@@ -54,13 +75,21 @@ def test_every_segment_of_three_systems(wmt17):
 
 
 def test_adversarial_strings():
-    texts = list(ADVERSARIAL) + ["", " ", "a a a a a a a a a a a a b", "b a a a a a a a a a a a a",
-                                 " ".join(["x", "y"] * 60), " ".join(map(str, range(120))), "a " * 300]
+    texts = list(ADVERSARIAL) + [
+        "",
+        " ",
+        "a a a a a a a a a a a a b",
+        "b a a a a a a a a a a a a",
+        " ".join(["x", "y"] * 60),
+        " ".join(map(str, range(120))),
+        "a " * 300,
+    ]
     pairs = [(h, r) for h in texts for r in texts]
     for options in (OPTIONS[0], OPTIONS[-1], {"normalized": True, "asian_support": True}):
         hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
-        assert tm.segment_ter(hyps, [refs], **options).tolist() == \
-            [TER(**options).sentence_score(h, [r]).score for h, r in pairs]
+        assert tm.segment_ter(hyps, [refs], **options).tolist() == [
+            TER(**options).sentence_score(h, [r]).score for h, r in pairs
+        ]
         _same(tm.corpus_ter(hyps, [refs], **options), TER(**options).corpus_score(hyps, [refs]))
 
 
@@ -74,6 +103,7 @@ def test_lengths_far_apart_and_the_candidate_limit():
 
 def test_bootstrap_and_paired_tests_in_sacrebleus_mode(wmt17):
     from sacrebleu.significance import PairedTest
+
     names = sorted(wmt17["systems"])
     base, system = wmt17["systems"][names[0]][:800], wmt17["systems"][names[1]][:800]
     refs = [wmt17["ref"][:800]]
@@ -86,20 +116,24 @@ def test_bootstrap_and_paired_tests_in_sacrebleus_mode(wmt17):
     ours = tm.paired_test(acc, tm.metrics.TER().update(system, refs), n_resamples=300, mode="sacrebleu")
     assert (ours.system, ours.p_value) == (r.score, r.p_value)
     # the default mode: an interval around the score, chunking does not matter
-    chunked = tm.metrics.TER().update(base[:300], [refs[0][:300]]) + \
-        tm.metrics.TER().update(base[300:], [refs[0][300:]])
+    chunked = tm.metrics.TER().update(base[:300], [refs[0][:300]]) + tm.metrics.TER().update(
+        base[300:], [refs[0][300:]]
+    )
     assert chunked.compute() == acc.compute()
     d = tm.bootstrap_ci(acc, n_resamples=200)
     assert d.low <= d.score <= d.high
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda: tm.corpus_ter("a b", [["a b"]]), TypeError, "hypotheses must be a list"),
-    (lambda: tm.corpus_ter(["a", "b"], [["a"]]), ValueError, "has 1 segments but there are 2"),
-    (lambda: tm.corpus_ter(["a"], [[None]]), ValueError, "segment 0 has no reference"),
-    (lambda: tm.sentence_ter("a", []), ValueError, "references is empty"),
-    (lambda: tm.sentence_ter(["a"], ["a"]), TypeError, "hypothesis must be a str"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: tm.corpus_ter("a b", [["a b"]]), TypeError, "hypotheses must be a list"),
+        (lambda: tm.corpus_ter(["a", "b"], [["a"]]), ValueError, "has 1 segments but there are 2"),
+        (lambda: tm.corpus_ter(["a"], [[None]]), ValueError, "segment 0 has no reference"),
+        (lambda: tm.sentence_ter("a", []), ValueError, "references is empty"),
+        (lambda: tm.sentence_ter(["a"], ["a"]), TypeError, "hypothesis must be a str"),
+    ],
+)
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -108,18 +142,31 @@ def test_bad_input(call, exc, match):
 def test_the_command_prints_what_sacrebleu_prints(wmt17, tmp_path):
     import subprocess
     import sys
+
     ref, hyp = tmp_path / "ref.de", tmp_path / "hyp.de"
     name = sorted(wmt17["systems"])[0]
     ref.write_text("\n".join(wmt17["ref"][:500]) + "\n", encoding="utf-8")
     hyp.write_text("\n".join(wmt17["systems"][name][:500]) + "\n", encoding="utf-8")
     for flags in ([], ["--ter-normalized", "-w", "3"]):
-        ours = subprocess.run([sys.executable, "-m", "turbometrics", "ter", str(ref), "-i", str(hyp), *flags],
-                              capture_output=True, text=True)
-        theirs = subprocess.run([sys.executable, "-m", "sacrebleu", str(ref), "-i", str(hyp), "-m", "ter", "-f", "text",
-                                 *flags], capture_output=True, text=True)
+        ours = subprocess.run(
+            [sys.executable, "-m", "turbometrics", "ter", str(ref), "-i", str(hyp), *flags],
+            capture_output=True,
+            text=True,
+        )
+        theirs = subprocess.run(
+            [sys.executable, "-m", "sacrebleu", str(ref), "-i", str(hyp), "-m", "ter", "-f", "text", *flags],
+            capture_output=True,
+            text=True,
+        )
         assert ours.returncode == 0 and ours.stdout == theirs.stdout, (ours.stderr, theirs.stdout)
-        ours_json = subprocess.run([sys.executable, "-m", "turbometrics", "ter", str(ref), "-i", str(hyp), "--json",
-                                    *flags], capture_output=True, text=True)
-        theirs_json = subprocess.run([sys.executable, "-m", "sacrebleu", str(ref), "-i", str(hyp), "-m", "ter",
-                                      *flags], capture_output=True, text=True)
+        ours_json = subprocess.run(
+            [sys.executable, "-m", "turbometrics", "ter", str(ref), "-i", str(hyp), "--json", *flags],
+            capture_output=True,
+            text=True,
+        )
+        theirs_json = subprocess.run(
+            [sys.executable, "-m", "sacrebleu", str(ref), "-i", str(hyp), "-m", "ter", *flags],
+            capture_output=True,
+            text=True,
+        )
         assert ours_json.stdout == theirs_json.stdout

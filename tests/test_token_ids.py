@@ -4,6 +4,7 @@ Random batches: lengths 0-300, vocabularies of 5 to 50,000 (rare and repeated n-
 padding, every smoothing method, effective order on and off. TURBOMETRICS_TOKEN_ID_BATCHES sets how many
 (the issue's check is 10,000; CI runs 1,000).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,20 +35,21 @@ def _batch(rng: np.random.Generator):
 
     def seq():
         return rng.integers(0, vocab, int(rng.integers(0, top + 1))).tolist()
+
     hyps = [seq() for _ in range(b)]
     same_r = rng.random() < 0.5
     r = int(rng.integers(1, 5))
     refs = [[seq() for _ in range(r if same_r else int(rng.integers(1, 5)))] for _ in range(b)]
     if not same_r or rng.random() < 0.4:
         return hyps, refs, hyps, refs, None
-    pad = int(rng.choice([-1, vocab, 10 ** 9]))  # a pad id outside the vocabulary
+    pad = int(rng.choice([-1, vocab, 10**9]))  # a pad id outside the vocabulary
     width = max([len(h) for h in hyps] + [len(x) for rs in refs for x in rs] + [1]) + int(rng.integers(0, 3))
     h_arr = np.full((b, width), pad, np.int64)
     r_arr = np.full((b, r, width), pad, np.int64)
     for i, h in enumerate(hyps):
-        h_arr[i, :len(h)] = h
+        h_arr[i, : len(h)] = h
         for k, x in enumerate(refs[i]):
-            r_arr[i, k, :len(x)] = x
+            r_arr[i, k, : len(x)] = x
     if r == 1 and rng.random() < 0.5:
         r_arr = r_arr[:, 0]
     # in an array, an all-padding reference row is absent (one empty reference if all of a segment's are)
@@ -68,18 +70,28 @@ def test_random_batches_equal_sacrebleu_and_rouge_score():
     for it in range(BATCHES):
         hyps, refs, h_in, r_in, pad = _batch(rng)
         method, value = SMOOTH[it % len(SMOOTH)]
-        opts = dict(smooth_method=method, smooth_value=value, max_ngram_order=int(rng.integers(1, 6)),
-                    effective_order=bool(rng.random() < 0.5))
+        opts = dict(
+            smooth_method=method,
+            smooth_value=value,
+            max_ngram_order=int(rng.integers(1, 6)),
+            effective_order=bool(rng.random() < 0.5),
+        )
         got = tm.corpus_bleu(h_in, r_in, pad_id=pad, **opts)
         bleu = sacrebleu.BLEU(tokenize="none", **opts)
         want = bleu.corpus_score([_words(h) for h in hyps], _streams(refs))
-        assert (got.score, got.counts, got.totals, got.sys_len, got.ref_len) == \
-            (want.score, want.counts, want.totals, want.sys_len, want.ref_len), (it, opts)
+        assert (got.score, got.counts, got.totals, got.sys_len, got.ref_len) == (
+            want.score,
+            want.counts,
+            want.totals,
+            want.sys_len,
+            want.ref_len,
+        ), (it, opts)
         assert got.signature == str(bleu.get_signature()).replace(sacrebleu.__version__, "2.6.0"), it
         seg = tm.segment_bleu(h_in, r_in, pad_id=pad, **opts)
         o = sacrebleu.BLEU(tokenize="none", **opts)
-        assert seg.tolist() == [o.sentence_score(_words(h), [_words(x) for x in r]).score
-                                for h, r in zip(hyps, refs)], (it, opts)
+        assert seg.tolist() == [
+            o.sentence_score(_words(h), [_words(x) for x in r]).score for h, r in zip(hyps, refs)
+        ], (it, opts)
         if it % 5 == 0:  # rouge-score's pure-Python LCS is the slow part
             stem = bool(it % 10)
             got = tm.rouge(h_in, r_in, ROUGE_TYPES, use_stemmer=stem, pad_id=pad)
@@ -95,16 +107,20 @@ def test_sentence_and_pairwise_on_ids():
     refs = [rng.integers(0, 30, 35).tolist(), rng.integers(0, 30, 20).tolist()]
     want = sacrebleu.sentence_bleu(_words(h), [_words(r) for r in refs], tokenize="none")
     assert tm.sentence_bleu(h, refs).score == want.score
-    assert tm.sentence_bleu(np.array(h), np.array(refs[:1])).score == \
-        sacrebleu.sentence_bleu(_words(h), [_words(refs[0])], tokenize="none").score
+    assert (
+        tm.sentence_bleu(np.array(h), np.array(refs[:1])).score
+        == sacrebleu.sentence_bleu(_words(h), [_words(refs[0])], tokenize="none").score
+    )
     rows = [rng.integers(0, 20, int(n)).tolist() for n in rng.integers(0, 40, 25)]
     cols = [rng.integers(0, 20, int(n)).tolist() for n in rng.integers(0, 40, 15)]
     o = sacrebleu.BLEU(tokenize="none", effective_order=True)
-    assert tm.pairwise_bleu(rows, cols).tolist() == [[o.sentence_score(_words(a), [_words(b)]).score for b in cols]
-                                                     for a in rows]
+    assert tm.pairwise_bleu(rows, cols).tolist() == [
+        [o.sentence_score(_words(a), [_words(b)]).score for b in cols] for a in rows
+    ]
     sc = rouge_scorer.RougeScorer(["rouge2"])
-    assert tm.pairwise_rouge(rows, cols, "rouge2").recall.tolist() == \
-        [[sc.score(_words(b), _words(a))["rouge2"].recall for b in cols] for a in rows]
+    assert tm.pairwise_rouge(rows, cols, "rouge2").recall.tolist() == [
+        [sc.score(_words(b), _words(a))["rouge2"].recall for b in cols] for a in rows
+    ]
 
 
 def test_metric_objects_take_ids_and_text_alike():
@@ -161,8 +177,9 @@ def test_padded_reference_rows_are_absent():
     want = sacrebleu.sentence_bleu("1 2 3", ["1 2 3 4 5 6 7"], tokenize="none").score
     assert tm.segment_bleu(hyp, refs, pad_id=0).tolist() == [want]
     all_pad = np.zeros((1, 2, 7), np.int64)  # every row padding: one empty reference
-    assert tm.segment_bleu(hyp, all_pad, pad_id=0).tolist() == \
-        [sacrebleu.sentence_bleu("1 2 3", [""], tokenize="none").score]
+    assert tm.segment_bleu(hyp, all_pad, pad_id=0).tolist() == [
+        sacrebleu.sentence_bleu("1 2 3", [""], tokenize="none").score
+    ]
     got = tm.rouge(hyp, refs, ["rouge1"], pad_id=0)["rouge1"].fmeasure
     assert got.tolist() == [rouge_scorer.RougeScorer(["rouge1"]).score("1 2 3 4 5 6 7", "1 2 3")["rouge1"].fmeasure]
 
@@ -216,5 +233,5 @@ def test_best_reference_per_segment_is_the_first_highest():
         counts = rng.integers(1, 5, int(rng.integers(0, 8)))
         seg = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         f = rng.integers(0, 3, int(seg[-1])) / 2.0  # many ties
-        want = [int(seg[i]) + int(np.argmax(f[seg[i]:seg[i + 1]])) for i in range(len(counts))]
+        want = [int(seg[i]) + int(np.argmax(f[seg[i] : seg[i + 1]])) for i in range(len(counts))]
         assert _first_best(f, seg).tolist() == want

@@ -2,6 +2,7 @@
 (each in a fresh build environment), repaired by auditwheel to a manylinux tag, and installed into a fresh
 virtual environment from files alone (no index, binaries only, CC and CXX pointing at a failing command);
 then one call of every metric family runs from that install, outside the source tree."""
+
 import os
 import subprocess
 import sys
@@ -22,13 +23,26 @@ def _run(cmd, **kw):
 def test_wheel_installs_and_runs_without_a_compiler(tmp_path):
     dist, house = tmp_path / "dist", tmp_path / "wheelhouse"
     _run([sys.executable, "-m", "build", "--outdir", dist, ROOT])  # sdist, then the wheel from the sdist
-    (sdist,), (wheel,) = dist.glob("*.tar.gz"), dist.glob("*.whl")
+    (_sdist,), (wheel,) = dist.glob("*.tar.gz"), dist.glob("*.whl")
     _run([sys.executable, "-m", "auditwheel", "repair", wheel, "-w", house])
     (repaired,) = house.glob("turbometrics-*.whl")
     assert "manylinux" in repaired.name, repaired.name
     # the runtime dependencies as files, so that the install below needs no index
-    _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", house,
-          "numpy>=1.24", "tqdm>=4.60"])  # numba is the cuda extra's: the wheel runs without it
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--only-binary",
+            ":all:",
+            "-d",
+            house,
+            "numpy>=1.24",
+            "tqdm>=4.60",
+        ]
+    )  # numba is the cuda extra's: the wheel runs without it
     venv.create(tmp_path / "venv", with_pip=True)
     py = tmp_path / "venv" / "bin" / "python"
     fail = tmp_path / "no-compiler"
@@ -36,7 +50,22 @@ def test_wheel_installs_and_runs_without_a_compiler(tmp_path):
     fail.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
     env.update(CC=str(fail), CXX=str(fail), LDSHARED=str(fail))
-    _run([py, "-m", "pip", "install", "-q", "--no-index", "--only-binary", ":all:", "--find-links", house,
-          "turbometrics"], env=env, cwd=tmp_path)
+    _run(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--only-binary",
+            ":all:",
+            "--find-links",
+            house,
+            "turbometrics",
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     out = _run([py, SMOKE], env=env, cwd=tmp_path)
     assert "smoke ok" in out.stdout and "SIMD paths" in out.stdout

@@ -5,14 +5,24 @@
 tests/test_structure.py compares the output with tests/api_snapshot.txt, so that a refactoring that
 changes a public name or signature by accident fails.
 """
+
 from __future__ import annotations
 
 import importlib
 import inspect
 
-MODULES = ("turbometrics", "turbometrics.text", "turbometrics.metrics", "turbometrics.patch",
-           "turbometrics.dask", "turbometrics.distributed", "turbometrics.resampling",
-           "turbometrics.model_selection", "turbometrics.lm_perplexity", "turbometrics.slow")
+MODULES = (
+    "turbometrics",
+    "turbometrics.text",
+    "turbometrics.metrics",
+    "turbometrics.patch",
+    "turbometrics.dask",
+    "turbometrics.distributed",
+    "turbometrics.resampling",
+    "turbometrics.model_selection",
+    "turbometrics.lm_perplexity",
+    "turbometrics.slow",
+)
 
 
 def _signature(obj: object) -> str:

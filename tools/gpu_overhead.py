@@ -1,4 +1,5 @@
 """Split a GPU metric call's time into the kernel and the Python/validation around it (GPU machine)."""
+
 import time
 
 import numpy as np
@@ -83,8 +84,20 @@ for rep in range(60):
     exact_sum(h[:N]) / max(1, int(np.count_nonzero(cnt)))
     s.append(time.perf_counter())
     if rep >= 10:
-        for name, a, z in zip(("device_rows", "_with_status", "device_targets", "launch", "kernel (sync)",
-                               "copy back", "counted_from", "exact sum"), s, s[1:]):
+        for name, a, z in zip(
+            (
+                "device_rows",
+                "_with_status",
+                "device_targets",
+                "launch",
+                "kernel (sync)",
+                "copy back",
+                "counted_from",
+                "exact sum",
+            ),
+            s,
+            s[1:],
+        ):
             stages.setdefault(name, []).append((z - a) * 1e6)
 for name, v in stages.items():
     print(f"stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)

@@ -1,7 +1,8 @@
 """Full-size GPU parity: the numba.cuda path against the CPU path and PyTorch, on a real GPU.
 
-    python tools/gpu_parity.py      # prints one line per check; exits 1 on any mismatch
+python tools/gpu_parity.py      # prints one line per check; exits 1 on any mismatch
 """
+
 import sys
 
 import numpy as np
@@ -49,8 +50,10 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
 # short rows: a warp per row
 x = torch.randn(20000, 1000, device="cuda", generator=g)
 t = torch.randint(0, 1000, (20000,), device="cuda", generator=g)
-check("topk_accuracy (20000, 1000) vs CPU (exact)",
-      tm.topk_accuracy(x, t, k=(1, 5)).tolist() == tm.topk_accuracy(x.cpu(), t.cpu(), k=(1, 5)).tolist())
+check(
+    "topk_accuracy (20000, 1000) vs CPU (exact)",
+    tm.topk_accuracy(x, t, k=(1, 5)).tolist() == tm.topk_accuracy(x.cpu(), t.cpu(), k=(1, 5)).tolist(),
+)
 check("perplexity (20000, 1000) vs CPU", abs(tm.perplexity(x, t) / tm.perplexity(x.cpu(), t.cpu()) - 1) < 1e-6)
 
 try:  # CuPy in, CuPy out
@@ -62,8 +65,11 @@ try:  # CuPy in, CuPy out
     check("CuPy topk gives CuPy arrays", isinstance(v, cupy.ndarray) and isinstance(i, cupy.ndarray))
     check("CuPy topk indices vs CPU", np.array_equal(cupy.asnumpy(i), tm.topk(x[:64].cpu(), 7)[1].numpy()))
     r = tm.target_rank(xc, tcp)
-    check("CuPy target_rank", isinstance(r, cupy.ndarray) and np.array_equal(
-        cupy.asnumpy(r), tm.target_rank(x[:64].cpu(), t[:64].cpu()).numpy()))
+    check(
+        "CuPy target_rank",
+        isinstance(r, cupy.ndarray)
+        and np.array_equal(cupy.asnumpy(r), tm.target_rank(x[:64].cpu(), t[:64].cpu()).numpy()),
+    )
 except ImportError:
     print("skip CuPy (not installed)")
 # lm_perplexity with a CUDA model: logits go to the GPU kernel, only per-token NLL comes back
@@ -85,8 +91,10 @@ with torch.cuda.stream(side):
     got, ranks = tm.perplexity(xs, t), tm.target_rank(xs, t).cpu()
 torch.cuda.synchronize()
 check("perplexity on a side stream vs CPU", abs(got / tm.perplexity(xs.cpu(), t.cpu()) - 1) < 1e-6)
-check("target_rank on a side stream vs CPU (exact)", np.array_equal(ranks.numpy(),
-                                                                    tm.target_rank(xs.cpu(), t.cpu()).numpy()))
+check(
+    "target_rank on a side stream vs CPU (exact)",
+    np.array_equal(ranks.numpy(), tm.target_rank(xs.cpu(), t.cpu()).numpy()),
+)
 bad = t.clone()
 bad[7] = V + 5
 try:

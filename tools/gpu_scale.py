@@ -9,6 +9,8 @@
 
 Prints one line per check or figure (``ok``/``FAIL`` lines exit 1 on any failure).
 """
+
+import functools
 import sys
 
 import numpy as np
@@ -45,28 +47,50 @@ def cuda_ms(fn, n=20):
 def llama(vocab, d, layers=2, max_len=4096, tie=False, dtype=torch.float32):
     torch.manual_seed(0)
     heads = max(1, d // 128)
-    cfg = transformers.LlamaConfig(vocab_size=vocab, hidden_size=d, intermediate_size=4 * d, num_hidden_layers=layers,
-                                   num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_len,
-                                   tie_word_embeddings=tie, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=d,
+        intermediate_size=4 * d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_len,
+        tie_word_embeddings=tie,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
     return transformers.LlamaForCausalLM(cfg).to(dtype).eval()
 
 
 def hf():
     torch.manual_seed(0)
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=5000, n_positions=256, n_embd=64, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)).eval()
+    gpt2 = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(
+            vocab_size=5000, n_positions=256, n_embd=64, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+        )
+    ).eval()
     ids = np.random.default_rng(0).integers(0, 5000, 3000)
-    for name, model in (("gpt2 f32", gpt2), ("llama f32", llama(5000, 128, max_len=256)),
-                        ("llama bf16", llama(5000, 128, max_len=256, dtype=torch.bfloat16))):
+    for name, model in (
+        ("gpt2 f32", gpt2),
+        ("llama f32", llama(5000, 128, max_len=256)),
+        ("llama bf16", llama(5000, 128, max_len=256, dtype=torch.bfloat16)),
+    ):
         model = model.cuda()
         kw = dict(max_length=256, stride=128, batch_size=4)
         fused = tm.lm_perplexity(model, ids, fuse_head=True, **kw)
         logits = tm.lm_perplexity(model, ids, fuse_head=False, **kw)
         cpu = tm.lm_perplexity(model.cpu(), ids, fuse_head=True, **kw)
-        check(f"lm_perplexity {name} CUDA through the head == logits path", abs(fused / logits - 1) < 1e-6,
-              f"{fused!r} {logits!r}")
-        check(f"lm_perplexity {name} CUDA == CPU", abs(fused / cpu - 1) < (1e-6 if "f32" in name else 1e-2),
-              f"{fused!r} {cpu!r}")
+        check(
+            f"lm_perplexity {name} CUDA through the head == logits path",
+            abs(fused / logits - 1) < 1e-6,
+            f"{fused!r} {logits!r}",
+        )
+        check(
+            f"lm_perplexity {name} CUDA == CPU",
+            abs(fused / cpu - 1) < (1e-6 if "f32" in name else 1e-2),
+            f"{fused!r} {cpu!r}",
+        )
 
 
 def tokens():
@@ -79,20 +103,30 @@ def tokens():
     c, r = torch.from_numpy(cand).cuda(), torch.from_numpy(ref).cuda()
     got = tm.segment_bleu(c, r)
     check("token-ID BLEU on CUDA == CPU (exact)", np.array_equal(got.cpu().numpy(), tm.segment_bleu(cand, ref)))
-    check("token-ID BLEU == torch TensorBLEU method", np.allclose(got.cpu().numpy(),
-                                                                   tensorbleu_torch(c, r).cpu().numpy(), rtol=1e-9))
+    check(
+        "token-ID BLEU == torch TensorBLEU method",
+        np.allclose(got.cpu().numpy(), tensorbleu_torch(c, r).cpu().numpy(), rtol=1e-9),
+    )
     rg = tm.rouge(c, r, ["rouge1", "rouge2", "rougeL"])
     rc = tm.rouge(cand, ref, ["rouge1", "rouge2", "rougeL"])
-    check("token-ID ROUGE on CUDA == CPU (exact)", all(
-        np.array_equal(np.asarray(torch.as_tensor(getattr(rg[k], f)).cpu()), np.asarray(getattr(rc[k], f)))
-        for k in rc for f in ("precision", "recall", "fmeasure")))
+    check(
+        "token-ID ROUGE on CUDA == CPU (exact)",
+        all(
+            np.array_equal(np.asarray(torch.as_tensor(getattr(rg[k], f)).cpu()), np.asarray(getattr(rc[k], f)))
+            for k in rc
+            for f in ("precision", "recall", "fmeasure")
+        ),
+    )
     ours = cuda_ms(lambda: tm.segment_bleu(c, r))
     rouge = cuda_ms(lambda: tm.rouge(c, r, ["rouge1", "rouge2", "rougeL"]))
     tb = cuda_ms(lambda: tensorbleu_torch(c, r), 10)
     tbp = cuda_ms(lambda: tensorbleu_torch(c, r, packed=True), 10)
-    print(f"time token-ID sentence BLEU ({b}, {length}) CUDA: turbometrics {ours:.3f} ms; torch TensorBLEU "
-          f"unique(dim=0) {tb:.3f} ms ({tb / ours:.1f}x), packed keys {tbp:.3f} ms ({tbp / ours:.1f}x); "
-          f"ROUGE-1/2/L {rouge:.3f} ms", flush=True)
+    print(
+        f"time token-ID sentence BLEU ({b}, {length}) CUDA: turbometrics {ours:.3f} ms; torch TensorBLEU "
+        f"unique(dim=0) {tb:.3f} ms ({tb / ours:.1f}x), packed keys {tbp:.3f} ms ({tbp / ours:.1f}x); "
+        f"ROUGE-1/2/L {rouge:.3f} ms",
+        flush=True,
+    )
 
 
 def memory():
@@ -112,9 +146,12 @@ def memory():
     with torch.inference_mode():
         body = peak(lambda: model.model(ids))
         hf_loss = peak(lambda: float(model(ids, labels=ids).loss))
-    print(f"memory lm_perplexity 2-layer Llama bf16 d={d} V={vocab:,} batch {b} x {t:,}: turbometrics "
-          f"{ours[0]:.1f} ms, +{ours[1]:.2f} GiB; the model body alone {body[0]:.1f} ms, +{body[1]:.2f} GiB; "
-          f"Hugging Face model(ids, labels=ids) {hf_loss[0]:.1f} ms, +{hf_loss[1]:.2f} GiB", flush=True)
+    print(
+        f"memory lm_perplexity 2-layer Llama bf16 d={d} V={vocab:,} batch {b} x {t:,}: turbometrics "
+        f"{ours[0]:.1f} ms, +{ours[1]:.2f} GiB; the model body alone {body[0]:.1f} ms, +{body[1]:.2f} GiB; "
+        f"Hugging Face model(ids, labels=ids) {hf_loss[0]:.1f} ms, +{hf_loss[1]:.2f} GiB",
+        flush=True,
+    )
     check("lm_perplexity adds at most 1 GiB", ours[1] <= 1.0, f"{ours[1]:.2f} GiB")
 
 
@@ -130,7 +167,7 @@ def profile():
         tm.topk_accuracy(x, t, k=5)
         del x
     h = torch.randn(4096, 4096, device="cuda", generator=g).to(torch.bfloat16)
-    w = (torch.randn(128256, 4096, device="cuda", generator=g) * 4096 ** -0.5).to(torch.bfloat16)
+    w = (torch.randn(128256, 4096, device="cuda", generator=g) * 4096**-0.5).to(torch.bfloat16)
     t = torch.randint(0, 128256, (4096,), device="cuda", generator=g)
     tm.perplexity_from_hidden(h, w, t)
     c = torch.randint(0, 32000, (256, 1024), device="cuda", generator=g)
@@ -152,10 +189,12 @@ def variants():
         for blocks in (None, 5, 6):
             kern = K.kernels(rows.widen, K.TPB, blocks)["topk_rows"]
             run = kern[4096, K.TPB, rows.stream]
-            ms = cuda_ms(lambda: run(rows.data, 50, True, vals, idx, ck, ci))
+            ms = cuda_ms(functools.partial(run, rows.data, 50, True, vals, idx, ck, ci))
             regs = kern.get_regs_per_thread() if hasattr(kern, "get_regs_per_thread") else "?"
-            print(f"time topk_rows k=50 {dtype} launch bounds {blocks} blocks/SM: {ms:.3f} ms, {regs} registers",
-                  flush=True)
+            print(
+                f"time topk_rows k=50 {dtype} launch bounds {blocks} blocks/SM: {ms:.3f} ms, {regs} registers",
+                flush=True,
+            )
         del x
 
 
@@ -170,11 +209,13 @@ def host():
     c = torch.randint(0, 32000, (256, 1024), device="cuda", generator=g)
     r = c.clone()
     r[:, ::3] = 7
-    for name, fn, n in (("perplexity f32 (4096, 128256)", lambda: tm.perplexity(x, t), 50),
-                        ("topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts, k=5), 50),
-                        ("token-ID sentence BLEU (256, 1024)", lambda: tm.segment_bleu(c, r), 20),
-                        ("token-ID rouge1", lambda: tm.rouge(c, r, ["rouge1"]), 5),
-                        ("token-ID rougeL", lambda: tm.rouge(c, r, ["rougeL"]), 5)):
+    for name, fn, n in (
+        ("perplexity f32 (4096, 128256)", lambda: tm.perplexity(x, t), 50),
+        ("topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts, k=5), 50),
+        ("token-ID sentence BLEU (256, 1024)", lambda: tm.segment_bleu(c, r), 20),
+        ("token-ID rouge1", lambda: tm.rouge(c, r, ["rouge1"]), 5),
+        ("token-ID rougeL", lambda: tm.rouge(c, r, ["rougeL"]), 5),
+    ):
         fn()
         torch.cuda.synchronize()
         print(f"--- {name}: {cuda_ms(fn, n):.3f} ms a call (median of {n})", flush=True)

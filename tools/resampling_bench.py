@@ -7,6 +7,8 @@ rouge-score's ``BootstrapAggregator.aggregate()`` under ``tm.patch(["rouge_score
 PYTHONPATH at each tree to compare them; on a shared 2-core machine another process on the second core
 stretches every 2-thread call (2-4x here), so compare runs made while the machine is otherwise idle.
 """
+
+import functools
 import json
 import os
 import statistics
@@ -36,7 +38,9 @@ def main() -> None:
     for n, repeat in ((3000, 9), (100_000, 5)):
         d = _bench.wmt17_tiled(DATA, n)
         acc = tm.metrics.BLEU().update(d["hyps"], [d["refs"]])
-        res[f"bootstrap_ci BLEU {n:,}"] = median_time(lambda: tm.bootstrap_ci(acc, 1000, num_threads=2), repeat)
+        res[f"bootstrap_ci BLEU {n:,}"] = median_time(
+            functools.partial(tm.bootstrap_ci, acc, 1000, num_threads=2), repeat
+        )
     from rouge_score import scoring
 
     scores = _bench_patch.rouge_scorer_loop(_bench_patch._summaries(DATA, 2000))  # not timed

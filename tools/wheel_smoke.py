@@ -1,7 +1,13 @@
 """One call of every metric family from an installed turbometrics (not the source tree): the smoke test
 that tests/test_wheel.py and cibuildwheel's test-command run against a freshly installed wheel:
 python tools/wheel_smoke.py (from any directory but the repository's root)."""
-import sys, numpy as np, turbometrics as tm
+
+import sys
+
+import numpy as np
+
+import turbometrics as tm
+
 assert tm.__file__.startswith(sys.prefix), tm.__file__  # the installed wheel, not the source tree
 rng = np.random.default_rng(0)
 logits, t = rng.standard_normal((6, 50)).astype(np.float32), rng.integers(0, 50, 6)

@@ -8,6 +8,7 @@ docs/ say which oracle each metric reproduces.
 module (and the compiled kernels) on first use, so a process pays only for what it calls (docs/performance.md,
 "First calls").
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,16 +40,40 @@ _LAZY = {
     **dict.fromkeys(["is_patched", "patch", "unpatch"], "patch"),
     **dict.fromkeys(["mean_reciprocal_rank", "target_rank", "topk", "topk_accuracy"], "classification"),
     **dict.fromkeys(["ConfidenceInterval", "PairedTestResult", "bootstrap_ci", "paired_test"], "resampling"),
-    **dict.fromkeys(["CVResult", "GroupKFold", "KFold", "RepeatedKFold", "StratifiedKFold", "cross_validate"],
-                    "model_selection"),
+    **dict.fromkeys(
+        ["CVResult", "GroupKFold", "KFold", "RepeatedKFold", "StratifiedKFold", "cross_validate"], "model_selection"
+    ),
     "lm_perplexity": "lm_perplexity",
     **dict.fromkeys(["perplexity_from_hidden", "token_nll_from_hidden"], "lm_head"),
-    **dict.fromkeys(["perplexity", "perplexity_from_log_probs", "perplexity_from_nll", "perplexity_from_probs",
-                     "token_nll"], "language_model"),
-    **dict.fromkeys(["BLEUScore", "CHRFScore", "TERScore", "corpus_bleu", "corpus_chrf", "corpus_ter", "lcs_length",
-                     "pairwise_bleu", "pairwise_chrf", "pairwise_rouge", "pairwise_ter", "prepare_references",
-                     "rouge", "segment_bleu", "segment_chrf", "segment_ter", "sentence_bleu", "sentence_chrf",
-                     "sentence_ter", "tokenize"], "text"),
+    **dict.fromkeys(
+        ["perplexity", "perplexity_from_log_probs", "perplexity_from_nll", "perplexity_from_probs", "token_nll"],
+        "language_model",
+    ),
+    **dict.fromkeys(
+        [
+            "BLEUScore",
+            "CHRFScore",
+            "TERScore",
+            "corpus_bleu",
+            "corpus_chrf",
+            "corpus_ter",
+            "lcs_length",
+            "pairwise_bleu",
+            "pairwise_chrf",
+            "pairwise_rouge",
+            "pairwise_ter",
+            "prepare_references",
+            "rouge",
+            "segment_bleu",
+            "segment_chrf",
+            "segment_ter",
+            "sentence_bleu",
+            "sentence_chrf",
+            "sentence_ter",
+            "tokenize",
+        ],
+        "text",
+    ),
 }
 
 
@@ -79,27 +104,89 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
     from . import dask, distributed, metrics
     from .classification import mean_reciprocal_rank, target_rank, topk, topk_accuracy
     from .config import show_config
-    from .language_model import (perplexity, perplexity_from_log_probs, perplexity_from_nll, perplexity_from_probs,
-                                 token_nll)
+    from .language_model import (
+        perplexity,
+        perplexity_from_log_probs,
+        perplexity_from_nll,
+        perplexity_from_probs,
+        token_nll,
+    )
     from .lm_head import perplexity_from_hidden, token_nll_from_hidden
     from .lm_perplexity import lm_perplexity
-    from .patch import is_patched, patch, unpatch
     from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
+    from .patch import is_patched, patch, unpatch
     from .resampling import ConfidenceInterval, PairedTestResult, bootstrap_ci, paired_test
-    from .text import (BLEUScore, CHRFScore, TERScore, corpus_bleu, corpus_chrf, corpus_ter, lcs_length,
-                       pairwise_bleu, pairwise_chrf, pairwise_rouge, pairwise_ter, prepare_references, rouge,
-                       segment_bleu, segment_chrf, segment_ter, sentence_bleu, sentence_chrf, sentence_ter, tokenize)
+    from .text import (
+        BLEUScore,
+        CHRFScore,
+        TERScore,
+        corpus_bleu,
+        corpus_chrf,
+        corpus_ter,
+        lcs_length,
+        pairwise_bleu,
+        pairwise_chrf,
+        pairwise_rouge,
+        pairwise_ter,
+        prepare_references,
+        rouge,
+        segment_bleu,
+        segment_chrf,
+        segment_ter,
+        sentence_bleu,
+        sentence_chrf,
+        sentence_ter,
+        tokenize,
+    )
 
 __all__ = [
-    "metrics", "dask", "distributed",
-    "topk", "target_rank", "topk_accuracy", "mean_reciprocal_rank",
-    "token_nll", "perplexity", "perplexity_from_log_probs", "perplexity_from_probs",
-    "perplexity_from_nll", "lm_perplexity", "perplexity_from_hidden", "token_nll_from_hidden",
-    "corpus_bleu", "sentence_bleu", "segment_bleu", "BLEUScore", "prepare_references", "tokenize",
-    "corpus_chrf", "sentence_chrf", "segment_chrf", "CHRFScore", "rouge", "lcs_length",
-    "corpus_ter", "sentence_ter", "segment_ter", "TERScore",
-    "pairwise_bleu", "pairwise_chrf", "pairwise_ter", "pairwise_rouge",
-    "bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult",
-    "KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold", "cross_validate", "CVResult",
-    "show_config", "patch", "unpatch", "is_patched",
+    "metrics",
+    "dask",
+    "distributed",
+    "topk",
+    "target_rank",
+    "topk_accuracy",
+    "mean_reciprocal_rank",
+    "token_nll",
+    "perplexity",
+    "perplexity_from_log_probs",
+    "perplexity_from_probs",
+    "perplexity_from_nll",
+    "lm_perplexity",
+    "perplexity_from_hidden",
+    "token_nll_from_hidden",
+    "corpus_bleu",
+    "sentence_bleu",
+    "segment_bleu",
+    "BLEUScore",
+    "prepare_references",
+    "tokenize",
+    "corpus_chrf",
+    "sentence_chrf",
+    "segment_chrf",
+    "CHRFScore",
+    "rouge",
+    "lcs_length",
+    "corpus_ter",
+    "sentence_ter",
+    "segment_ter",
+    "TERScore",
+    "pairwise_bleu",
+    "pairwise_chrf",
+    "pairwise_ter",
+    "pairwise_rouge",
+    "bootstrap_ci",
+    "paired_test",
+    "ConfidenceInterval",
+    "PairedTestResult",
+    "KFold",
+    "StratifiedKFold",
+    "RepeatedKFold",
+    "GroupKFold",
+    "cross_validate",
+    "CVResult",
+    "show_config",
+    "patch",
+    "unpatch",
+    "is_patched",
 ]

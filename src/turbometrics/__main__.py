@@ -1,4 +1,5 @@
 """``python -m turbometrics ...``: the ``turbometrics`` command (as ``python -m sacrebleu``)."""
+
 import sys
 
 from .cli import main

@@ -3,6 +3,7 @@
 The bottom layer of the package: it imports nothing from it, and both
 ``_validate`` (checks) and ``_gpu`` (device dispatch) build on it.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,11 +4,13 @@ Each case runs a workload written against the original library (as lm-evaluation
 Face ``evaluate`` or a Lightning module would call it); the "patched" implementation runs the very same
 function with ``tm.patch()`` on. Cases on the shared test data need ``data_dir``.
 """
+
 from __future__ import annotations
 
 import os
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +26,16 @@ def _patched(fn: Callable[[dict], Any], library: str) -> Callable[[dict], Any]:
             return fn(d)
         finally:
             unpatch()
+
     return run
 
 
-_MODULES = {"sacrebleu": "sacrebleu", "rouge-score": "rouge_score", "scikit-learn": "sklearn",
-            "torchmetrics": "torchmetrics"}
+_MODULES = {
+    "sacrebleu": "sacrebleu",
+    "rouge-score": "rouge_score",
+    "scikit-learn": "sklearn",
+    "torchmetrics": "torchmetrics",
+}
 
 
 def _case(name: str, setup: Callable[[], dict], fn: Callable[[dict], Any], library: str) -> Case:
@@ -61,14 +68,20 @@ def lm_eval_bleu_case(data_dir: str, iters: int = 100) -> Case:
     def setup():
         d = wmt17_tiled(data_dir, 3004)
         return {"items": list(zip(d["refs"], d["hyps"])), "iters": iters}
-    return _case(f"lm-eval BLEU + bootstrap stderr (WMT17 3,004 segments, {iters} resamples)", setup,
-                 lm_eval_bleu_stderr, "sacrebleu")
+
+    return _case(
+        f"lm-eval BLEU + bootstrap stderr (WMT17 3,004 segments, {iters} resamples)",
+        setup,
+        lm_eval_bleu_stderr,
+        "sacrebleu",
+    )
 
 
 def _summaries(data_dir: str, n: int) -> dict:
     def lines(name):
         with open(os.path.join(data_dir, "summaries-en", name), encoding="utf-8") as f:
             return f.read().splitlines()
+
     preds, refs = lines("predictions.txt"), lines("references.txt")
     reps = -(-n // len(refs))
     return {"preds": (preds * reps)[:n], "refs": (refs * reps)[:n]}
@@ -83,8 +96,12 @@ def rouge_scorer_loop(d: dict) -> list:
 
 
 def rouge_scorer_case(data_dir: str, n: int = 2000) -> Case:
-    return _case(f"RougeScorer.score loop, rouge1/2/L + stemmer, {n:,} summary pairs",
-                 lambda: _summaries(data_dir, n), rouge_scorer_loop, "rouge-score")
+    return _case(
+        f"RougeScorer.score loop, rouge1/2/L + stemmer, {n:,} summary pairs",
+        lambda: _summaries(data_dir, n),
+        rouge_scorer_loop,
+        "rouge-score",
+    )
 
 
 def bootstrap_aggregate(d: dict) -> dict:
@@ -101,35 +118,42 @@ def bootstrap_aggregate(d: dict) -> dict:
 def bootstrap_aggregator_case(data_dir: str, n: int = 2000) -> Case:
     def setup():
         return {"scores": rouge_scorer_loop(_summaries(data_dir, n))}
-    return _case(f"BootstrapAggregator, rouge1/2/L, {n:,} pairs, 1,000 resamples", setup, bootstrap_aggregate,
-                 "rouge-score")
+
+    return _case(
+        f"BootstrapAggregator, rouge1/2/L, {n:,} pairs, 1,000 resamples", setup, bootstrap_aggregate, "rouge-score"
+    )
 
 
 def sklearn_topk_case(n: int, c: int, k: int = 5) -> Case:
     def fn(d):
         from sklearn.metrics import top_k_accuracy_score
+
         return top_k_accuracy_score(d["t"], d["x"], k=k)
 
     def setup():
         d = _lm_data(n, c, pad=0.0)
         d["t"][:c] = np.arange(c)  # every class present, as scikit-learn requires without labels=
         return d
+
     return _case(f"sklearn top_k_accuracy_score k={k} f32 ({n:,}, {c:,})", setup, fn, "scikit-learn")
 
 
 def torchmetrics_perplexity_case(n: int, v: int) -> Case:
     def fn(d):
         from torchmetrics.text import Perplexity
+
         m = Perplexity(ignore_index=-100)
         m.update(d["logits"], d["target"])
         return float(m.compute())
 
     def setup():
         import torch
+
         g = torch.Generator().manual_seed(0)
         target = torch.randint(0, v, (1, n), generator=g)
         target[0, : n // 10] = -100
         return {"logits": torch.randn(1, n, v, generator=g), "target": target}
+
     return _case(f"torchmetrics Perplexity update + compute f32 ({n:,}, {v:,})", setup, fn, "torchmetrics")
 
 

@@ -2,8 +2,8 @@
 
 Each value is split into its 53-bit integer mantissa (in two 27/26-bit halves)
 and its exponent; the halves are summed in int64 per exponent (exact for up to
-2**36 values; ``_dense.exact_bins``, compiled: ~2 ns a value), so adding arrays in any grouping and order gives the same state,
-and ``value()`` rounds the exact total once. NaN and infinities are counted
+2**36 values; ``_dense.exact_bins``, compiled), so adding arrays in any grouping and order gives
+the same state, and ``value()`` rounds the exact total once. NaN and infinities are counted
 aside and give NaN / ±inf as IEEE addition would.
 
 Small sums (a one-shot metric call on a few tokens) skip the bins: finite
@@ -13,6 +13,7 @@ total, also correctly (round half to even), so the bits are the same either
 way; more values, a merge with binned state, an intermediate overflow or an
 extreme spread of exponents move them into the bins.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,9 @@ import numpy as np
 
 from ._ext import _dense
 
-_BINS = 2200            # frexp exponents of finite float64 lie in [-1073, 1024]
+_BINS = 2200  # frexp exponents of finite float64 lie in [-1073, 1024]
 _OFFSET = 1080
-_PENDING = 256          # finite values held unbinned: fsum is faster than the bins' fixed cost below this
+_PENDING = 256  # finite values held unbinned: fsum is faster than the bins' fixed cost below this
 
 
 class ExactSum:
@@ -35,7 +36,7 @@ class ExactSum:
         self.pending: list[np.ndarray] = []
         self.n_pending = 0
 
-    def add(self, values: np.ndarray) -> "ExactSum":
+    def add(self, values: np.ndarray) -> ExactSum:
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         if self.hi is None and self.n_pending + v.size <= _PENDING and np.isfinite(v).all():
             self.pending.append(v)
@@ -43,7 +44,7 @@ class ExactSum:
             return self
         return self._bin(v)
 
-    def _bins(self) -> "ExactSum":
+    def _bins(self) -> ExactSum:
         """Make the bins, moving any pending values into them (values are pending only before)."""
         if self.hi is None:
             self.hi = np.zeros(_BINS, dtype=np.int64)
@@ -53,16 +54,15 @@ class ExactSum:
                 self._bin(v)
         return self
 
-    def _bin(self, v: np.ndarray) -> "ExactSum":
+    def _bin(self, v: np.ndarray) -> ExactSum:
         self._bins()
-        nan, pos_inf, neg_inf = _dense.exact_bins(np.ascontiguousarray(v, dtype=np.float64), self.hi, self.lo,
-                                                  _OFFSET)
+        nan, pos_inf, neg_inf = _dense.exact_bins(np.ascontiguousarray(v, dtype=np.float64), self.hi, self.lo, _OFFSET)
         self.nan += nan
         self.pos_inf += pos_inf
         self.neg_inf += neg_inf
         return self
 
-    def merge(self, other: "ExactSum") -> "ExactSum":
+    def merge(self, other: ExactSum) -> ExactSum:
         out = ExactSum()
         for part in (self, other):
             if part.hi is not None:
@@ -97,11 +97,11 @@ class ExactSum:
         nz = np.nonzero(self.hi | self.lo)[0]
         if nz.size == 0:
             return 0.0
-        base = int(nz[0]) - _OFFSET - 53                    # every term is an integer multiple of 2**base
+        base = int(nz[0]) - _OFFSET - 53  # every term is an integer multiple of 2**base
         total = sum(((int(self.hi[i]) << 27) + int(self.lo[i])) << (int(i) - _OFFSET - 53 - base) for i in nz)
-        return total * 2.0 ** base if base >= -1074 and abs(total) < 2**53 else _ratio(total, base)
+        return total * 2.0**base if base >= -1074 and abs(total) < 2**53 else _ratio(total, base)
 
-    def copy(self) -> "ExactSum":
+    def copy(self) -> ExactSum:
         out = ExactSum()
         if self.hi is not None:
             out.hi, out.lo = self.hi.copy(), self.lo.copy()
@@ -128,7 +128,7 @@ def exact_sum(values: np.ndarray) -> float:
     """The exactly rounded sum of ``values`` (NaN for NaN or +inf with -inf, as IEEE addition)."""
     v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     if v.size <= _PENDING:  # small: the compiled fsum alone (no state to keep), as ExactSum.value rounds
-        s = _dense.fsum(v)   # pending values; None for NaN/inf or an intermediate overflow: the bins decide
+        s = _dense.fsum(v)  # pending values; None for NaN/inf or an intermediate overflow: the bins decide
         if s is not None:
             return s
     return ExactSum().add(v).value()

@@ -12,6 +12,7 @@ scalar is reduced from come back with the statuses in one copy (so reductions
 are the CPU path's, bit for bit). Kernels and copies queue on the caller's
 current torch/CuPy stream, after the work that made the input.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
 
 NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
@@ -33,8 +34,12 @@ def _torch_dtypes() -> dict:
     if not _TORCH_DTYPES:
         import torch
 
-        _TORCH_DTYPES.update({np.dtype(n): getattr(torch, n) for n in
-                              ("float16", "float32", "float64", "int16", "int32", "int64", "uint8")})
+        _TORCH_DTYPES.update(
+            {
+                np.dtype(n): getattr(torch, n)
+                for n in ("float16", "float32", "float64", "int16", "int32", "int64", "uint8")
+            }
+        )
     return _TORCH_DTYPES
 
 
@@ -45,7 +50,7 @@ def use_gpu(device: str | None, *arrays: Any) -> bool:
             if a is not None and is_device_array(a):
                 return True
         return False
-    V.check_choice(device, "device", DEVICES)
+    _validate.check_choice(device, "device", DEVICES)
     return device == "cuda"
 
 
@@ -79,17 +84,21 @@ def _cuda():
     if _CUDA:
         return _CUDA
     if _FORKED_FROM_GPU or _torch_in_bad_fork():
-        raise RuntimeError("the GPU was asked for in a process forked from one that had already used CUDA, and "
-                           "CUDA cannot be used after fork(): start worker processes with the 'spawn' method "
-                           "(multiprocessing.get_context('spawn'); DataLoader(multiprocessing_context='spawn')), "
-                           "or pass host arrays to the workers (the CPU path works here)")
+        raise RuntimeError(
+            "the GPU was asked for in a process forked from one that had already used CUDA, and "
+            "CUDA cannot be used after fork(): start worker processes with the 'spawn' method "
+            "(multiprocessing.get_context('spawn'); DataLoader(multiprocessing_context='spawn')), "
+            "or pass host arrays to the workers (the CPU path works here)"
+        )
     try:
         from numba import cuda
     except ImportError as e:  # pragma: no cover - numba always ships numba.cuda today
         raise RuntimeError('the GPU path needs numba-cuda: pip install "turbometrics[cuda]"') from e
     if not cuda.is_available():
-        raise RuntimeError("device='cuda' was asked for (or a GPU array was given) but no usable GPU was found "
-                           "(numba.cuda.is_available() is False)")
+        raise RuntimeError(
+            "device='cuda' was asked for (or a GPU array was given) but no usable GPU was found "
+            "(numba.cuda.is_available() is False)"
+        )
     from numba import config
 
     if not config.ENABLE_CUDASIM:
@@ -99,8 +108,10 @@ def _cuda():
             if hasattr(np, "row_stack"):
                 raise
             version = getattr(sys.modules.get("numba_cuda"), "__version__", "(version unknown)")
-            raise RuntimeError(f"numba-cuda {version} cannot compile kernels with NumPy {np.__version__} ({e}); "
-                               "install a NumPy below 2.5 or a numba-cuda that supports it") from e
+            raise RuntimeError(
+                f"numba-cuda {version} cannot compile kernels with NumPy {np.__version__} ({e}); "
+                "install a NumPy below 2.5 or a numba-cuda that supports it"
+            ) from e
     from ._kernels import cuda as K
 
     _CUDA = (cuda, K)
@@ -139,16 +150,16 @@ def _view(t: Any, given: Any) -> Any:
 class Rows:
     """Scores on the device as (rows, classes), with what is needed to hand results back."""
 
-    data: Any            # numba device array (R, C)
-    widen: int           # _kernels.cuda.WIDEN_*
-    lead: tuple          # the shape of the leading axes (targets' shape)
-    kind: str            # "torch", "cupy", "numba" or "host"
+    data: Any  # numba device array (R, C)
+    widen: int  # _kernels.cuda.WIDEN_*
+    lead: tuple  # the shape of the leading axes (targets' shape)
+    kind: str  # "torch", "cupy", "numba" or "host"
     bf16: bool
     torch_host: bool = False  # host input that was a torch CPU tensor
-    dtype: Any = None         # host input's element type (ml_dtypes bfloat16 results are viewed as it)
+    dtype: Any = None  # host input's element type (ml_dtypes bfloat16 results are viewed as it)
     torch_device: Any = None  # the tensor's device, for torch input
-    stream: Any = 0           # where our kernels and copies queue: the caller's current stream (0: legacy default)
-    span: int = 1             # elements per stored item: 2 for bf16 pairs read as 32-bit words
+    stream: Any = 0  # where our kernels and copies queue: the caller's current stream (0: legacy default)
+    span: int = 1  # elements per stored item: 2 for bf16 pairs read as 32-bit words
 
     @property
     def n_classes(self) -> int:
@@ -166,18 +177,26 @@ def device_rows(x: Any, name: str) -> Rows:
         if host_torch:
             t = t.cuda()
         bf16 = t.dtype == torch.bfloat16
-        V.check_torch_float(t, name)
-        lead, c = V.check_rows_shape(t.shape, name)
+        _validate.check_torch_float(t, name)
+        lead, c = _validate.check_rows_shape(t.shape, name)
         t = t.reshape(-1, c)
         t = (t.view(torch.int16) if bf16 else t).contiguous()
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
-        return Rows(_view(t, x), widen, lead, "host" if host_torch else "torch", bf16, host_torch,
-                    torch_device=t.device, stream=_stream(torch.cuda.current_stream(t.device).cuda_stream))
+        return Rows(
+            _view(t, x),
+            widen,
+            lead,
+            "host" if host_torch else "torch",
+            bf16,
+            host_torch,
+            torch_device=t.device,
+            stream=_stream(torch.cuda.current_stream(t.device).cuda_stream),
+        )
     if is_device_array(x):
         d = x if is_numba_device(x) else _numba(x)
         kind = "numba" if is_numba_device(x) else "cupy"
-        dt = V.check_device_float(d.dtype, name)
-        lead, c = V.check_rows_shape(d.shape, name)
+        dt = _validate.check_device_float(d.dtype, name)
+        lead, c = _validate.check_rows_shape(d.shape, name)
         if not d.is_c_contiguous():
             raise ValueError(f"{name} must be C-contiguous on the GPU")
         stream = 0
@@ -185,15 +204,16 @@ def device_rows(x: Any, name: str) -> Rows:
             import cupy
 
             stream = _stream(cupy.cuda.get_current_stream().ptr)
-        return Rows(d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False,
-                    stream=stream)
-    a = V.as_array(x, name)  # host input with device="cuda"
-    V.require_float(a, name)
-    lead, c = V.check_rows_shape(a.data.shape, name)
+        return Rows(
+            d.reshape(-1, c), K.WIDEN_F64 if dt == np.float64 else K.WIDEN_F32, lead, kind, False, stream=stream
+        )
+    a = _validate.as_array(x, name)  # host input with device="cuda"
+    _validate.require_float(a, name)
+    lead, c = _validate.check_rows_shape(a.data.shape, name)
     host = np.ascontiguousarray(a.data.reshape(-1, c))
-    widen = K.WIDEN_BF16 if a.code == V.BF16 else K.WIDEN_F64 if a.code == V.F64 else K.WIDEN_F32
-    data = cuda.to_device(host.view(np.float16) if a.code == V.F16 else host)
-    return Rows(data, widen, lead, "host", a.code == V.BF16, a.torch, a.dtype)
+    widen = K.WIDEN_BF16 if a.code == _validate.BF16 else K.WIDEN_F64 if a.code == _validate.F64 else K.WIDEN_F32
+    data = cuda.to_device(host.view(np.float16) if a.code == _validate.F16 else host)
+    return Rows(data, widen, lead, "host", a.code == _validate.BF16, a.torch, a.dtype)
 
 
 _STREAMS: dict = {}  # stream handle -> numba's view of it
@@ -248,8 +268,7 @@ def _put(host: np.ndarray, torch_device: Any, stream: Any, cupy: bool = False) -
     return _cuda()[0].to_device(host, stream=stream)
 
 
-def _alloc(shape: Any, dtype: Any, torch_device: Any = None, stream: Any = 0, cupy: bool = False,
-           zero: bool = False):
+def _alloc(shape: Any, dtype: Any, torch_device: Any = None, stream: Any = 0, cupy: bool = False, zero: bool = False):
     """A device array (uninitialised, or zeros with ``zero``), from the input's own allocator where it has a
     caching one (torch, CuPy): numba's plain cuMemAlloc and staged copies cost 0.1 ms a call on an H100."""
     if torch_device is not None:
@@ -301,8 +320,13 @@ class Targets:
             return self.counted
         if status.max(initial=0) == _kernels().OUT_OF_RANGE:
             targets, ignore_index, mask = self.source  # the host check raises the CPU path's error
-            V.as_targets(to_host(targets), rows.lead, rows.n_classes, ignore_index=ignore_index,
-                         mask=None if mask is None else to_host(mask))
+            _validate.as_targets(
+                to_host(targets),
+                rows.lead,
+                rows.n_classes,
+                ignore_index=ignore_index,
+                mask=None if mask is None else to_host(mask),
+            )
             raise AssertionError("a GPU kernel found a target out of range that the host check accepts")
         return (status == _kernels().COUNTED).reshape(rows.lead)
 
@@ -334,16 +358,24 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
 
 def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targets:
     """Targets (and mask) for a row kernel; ``spare`` (any uint8 device array) stands in for a missing mask."""
-    ignore = None if ignore_index is None else V.check_int(ignore_index, "ignore_index")
-    if ignore is not None and not -2**63 <= ignore < 2**63:  # no int32/int64 target can equal it
+    ignore = None if ignore_index is None else _validate.check_int(ignore_index, "ignore_index")
+    if ignore is not None and not -(2**63) <= ignore < 2**63:  # no int32/int64 target can equal it
         ignore = None
     t = _flat_on_device(targets, rows, ("int64", "int32"))
     m = None if mask is None else _flat_on_device(mask, rows, ("bool",))
     if t is not None and (mask is None or m is not None):
-        return Targets((t, spare if m is None else m, m is not None, 0 if ignore is None else ignore,
-                        ignore is not None), None, (targets, ignore_index, mask))
-    t64, counted = V.as_targets(to_host(targets), rows.lead, rows.n_classes, ignore_index=ignore_index,
-                                mask=None if mask is None else to_host(mask))
+        return Targets(
+            (t, spare if m is None else m, m is not None, 0 if ignore is None else ignore, ignore is not None),
+            None,
+            (targets, ignore_index, mask),
+        )
+    t64, counted = _validate.as_targets(
+        to_host(targets),
+        rows.lead,
+        rows.n_classes,
+        ignore_index=ignore_index,
+        mask=None if mask is None else to_host(mask),
+    )
     return Targets((_upload(rows, t64), spare, False, -1, True), counted, (targets, ignore_index, mask))
 
 
@@ -396,6 +428,7 @@ def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *opt
     def launch() -> None:
         if len(out):
             _launch_rows(name, rows, *tg.args, *options, out, status)
+
     return buf, out, status, tg, launch
 
 
@@ -443,7 +476,7 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
     if rows.widen == K.WIDEN_F64:
         raise TypeError("x: float64 top-k is not supported on the GPU; use device='cpu'")
     n, c = rows.data.shape
-    k = V.check_k(k, c)
+    k = _validate.check_k(k, c)
     if c >= 1 << 31:
         raise ValueError(f"x has {c} columns; the GPU top-k indexes rows with 32-bit integers")
     vals = _empty(rows, (n, k), rows.data.dtype)
@@ -453,8 +486,10 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
 
     def launch() -> None:
         if n:
-            K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx,
-                                                                      cand_key, cand_idx)
+            K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](
+                rows.data, k, bool(largest), vals, idx, cand_key, cand_idx
+            )
+
     return rows, vals, idx, launch
 
 
@@ -466,8 +501,7 @@ def topk(x: Any, k: Any, largest: bool):
     return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
 
 
-def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndarray,
-        b_end: np.ndarray) -> np.ndarray:
+def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndarray, b_end: np.ndarray) -> np.ndarray:
     """LCS length of each pair (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]) on the GPU: validated
     tokens of one dtype (host arrays or CUDA tensors; ``b`` may be ``a``: the kernel swaps the sides, so
     both must have the same type), host spans in; int64 lengths back on the host."""
@@ -511,8 +545,12 @@ class HeadFold:
             self.rows = rows
             n = len(self.targets)
             self.t_dev = _upload(rows, self.targets)
-            self.state = (_upload(rows, np.full(n, -np.inf)), _upload(rows, np.zeros(n)),
-                          _upload(rows, np.zeros(n, np.int64)), _upload(rows, np.zeros(n)))
+            self.state = (
+                _upload(rows, np.full(n, -np.inf)),
+                _upload(rows, np.zeros(n)),
+                _upload(rows, np.zeros(n, np.int64)),
+                _upload(rows, np.zeros(n)),
+            )
         _launch_rows("fold_rows", rows, self.t_dev, v0, *self.state)
 
     def result(self) -> tuple:
@@ -520,8 +558,9 @@ class HeadFold:
         return tuple(_back(a, self.rows.stream) for a in self.state)
 
 
-def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray,
-                  order: int, per_ref: bool) -> np.ndarray:
+def ngram_matches(
+    tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray, order: int, per_ref: bool
+) -> np.ndarray:
     """Clipped n-gram matches of token-ID segments on the GPU (``_kernels.cuda.ngram_matches``): int64
     tokens (a host array, or a CUDA tensor used in place) and host indices from ``text.token_ids.joined``
     in, int64 (segments, order) back, or (references, order) with ``per_ref``. Only counts cross back;
@@ -544,5 +583,6 @@ def ngram_matches(tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarra
     threads = _threads(longest, NGRAM_THREADS)
     parts = max(1, min(-(-longest // threads), -(-NGRAM_BLOCKS // len(hyp))))  # blocks a segment: a thread a position
     K.ngram_matches[(len(hyp), parts), threads, stream, 8 * widest if staged else 0](
-        d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out)
+        d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out
+    )
     return _back(out, stream)

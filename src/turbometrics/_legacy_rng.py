@@ -13,20 +13,22 @@ parallel over resamples.
 Checked against NumPy's sources (``random/src/mt19937/mt19937.[ch]``, ``random_bounded_uint64_fill`` in
 ``random/src/distributions/distributions.c``) and empirically (``tests/test_legacy_rng.py``).
 """
+
 from __future__ import annotations
 
 import operator
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate
 from ._ext import _dense
 
-_INT64_MAX = 2 ** 63 - 1
-_CHUNK = 1 << 16    # indices a batch of bootstrap_means_legacy: a thread's buffer (256 KiB of uint32) in L2
+_INT64_MAX = 2**63 - 1
+_CHUNK = 1 << 16  # indices a batch of bootstrap_means_legacy: a thread's buffer (256 KiB of uint32) in L2
 
 
 # ---------------------------------------------------------------- the state of a RandomState, out and back
+
 
 class _MTState:
     """A RandomState's MT19937 words and position, held under the bit generator's lock (as NumPy's own
@@ -72,6 +74,7 @@ def _as_int(n):
 
 
 # ---------------------------------------------------------------- public API
+
 
 def randint_legacy(rs: np.random.RandomState, n: int, shape) -> np.ndarray:
     """``rs.randint(0, n, size=shape)``, the same values and the same final state of ``rs``, faster.
@@ -143,7 +146,7 @@ def ordered_means(matrix: np.ndarray, idx: np.ndarray) -> np.ndarray:
         raise ValueError(f"matrix must be 2-D and idx 2-D, got {rows.shape} and {idx.shape}")
     if idx.shape[1] == 0:
         raise ValueError("idx has no columns: the mean of no rows is undefined")
-    return _dense.legacy_ordered_means(rows, idx, V.default_threads())
+    return _dense.legacy_ordered_means(rows, idx, _validate.default_threads())
 
 
 def bootstrap_means_legacy(rs: np.random.RandomState, matrix: np.ndarray, n_samples: int) -> np.ndarray:
@@ -187,7 +190,9 @@ def bootstrap_means_legacy(rs: np.random.RandomState, matrix: np.ndarray, n_samp
     with _MTState(rs) as st:
         if not st.is_mt:  # another bit generator: NumPy's own draws (one call is the same stream as S calls)
             return ordered_means(rows, rs.randint(0, n, size=(n_samples, n)))
-        out, st.pos = _dense.legacy_bootstrap_means(st.key, st.pos, rows, n_samples, per_chunk, V.default_threads())
+        out, st.pos = _dense.legacy_bootstrap_means(
+            st.key, st.pos, rows, n_samples, per_chunk, _validate.default_threads()
+        )
     return out
 
 

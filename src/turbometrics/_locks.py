@@ -3,6 +3,7 @@ held at that moment would stay held in the child forever; every ``ForkSafeLock``
 
 The bottom layer, like ``_arrays``: it imports nothing from the package.
 """
+
 from __future__ import annotations
 
 import os

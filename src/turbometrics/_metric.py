@@ -9,11 +9,13 @@ sequence) and keeps the rows; ``merge`` (or ``+``) joins two states;
 there is one path to each number, and bootstrap resampling reads the same
 rows through ``_plan``.
 """
+
 from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable, ClassVar, NamedTuple
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -35,6 +37,7 @@ def _locked(method: Callable) -> Callable:
     def run(self, *args, **kwargs):
         with _STATE_LOCK:
             return method(self, *args, **kwargs)
+
     return run
 
 
@@ -47,14 +50,14 @@ class Signature(str):
 
     @classmethod
     @functools.lru_cache(maxsize=1024)  # metric objects are made per call: build each signature once
-    def of(cls, **fields: Any) -> "Signature":
+    def of(cls, **fields: Any) -> Signature:
         return cls("|".join([f"{k}:{v}" for k, v in fields.items()]))
 
     @property
     def fields(self) -> dict[str, str]:
         return dict(f.split(":", 1) for f in self.split("|")) if self else {}
 
-    def insert_after(self, key: str, **fields: Any) -> "Signature":
+    def insert_after(self, key: str, **fields: Any) -> Signature:
         """A copy with ``fields`` right after ``key`` (sacrebleu puts ``bs:``/``seed:`` after ``nrefs:``)."""
         out: dict[str, Any] = {}
         for k, v in self.fields.items():
@@ -67,10 +70,10 @@ class Signature(str):
 class Plan(NamedTuple):
     """What resampling needs from a metric (built by each metric's ``_plan``)."""
 
-    rows: np.ndarray                              # (n, k) int64 or float64, one row per item
-    score: Callable[[np.ndarray], np.ndarray]     # (m, k) summed rows -> (m, j) float64 scores
-    point: np.ndarray                             # (j,) exact scores on all items
-    primary: tuple[int, ...]                      # the score columns a paired test may compare
+    rows: np.ndarray  # (n, k) int64 or float64, one row per item
+    score: Callable[[np.ndarray], np.ndarray]  # (m, k) summed rows -> (m, j) float64 scores
+    point: np.ndarray  # (j,) exact scores on all items
+    primary: tuple[int, ...]  # the score columns a paired test may compare
     wrap: Callable[[Callable[[Any, Callable], Any]], Any]  # (columns, cast) -> the user's result shape
     sacrebleu_score: Callable[[np.ndarray], Any] | None = None  # a float32 row -> sacrebleu's score
 
@@ -136,14 +139,14 @@ class Metric:
                 out[name] = list(part) if isinstance(part, list) else part.copy()
             return out
 
-    def reset(self) -> "Metric":
+    def reset(self) -> Metric:
         """Drop the state; the options stay."""
         with _STATE_LOCK:
             for name, empty in self._state.items():
                 setattr(self, name, empty())
         return self
 
-    def _fold(self, chunk: tuple) -> "Metric":
+    def _fold(self, chunk: tuple) -> Metric:
         with _STATE_LOCK:
             for name, part in zip(self._state, chunk):
                 held = getattr(self, name)
@@ -158,7 +161,7 @@ class Metric:
             for name, part in parts.items():
                 setattr(self, name, part)
 
-    def sync(self, process_group: Any = None) -> "Metric":
+    def sync(self, process_group: Any = None) -> Metric:
         """Merge every rank's state into this metric, on every rank (``torch.distributed``; see
         ``tm.distributed``): afterwards ``compute()``, ``bootstrap_ci`` and ``paired_test`` give, on
         every rank, the bits of one process that saw rank 0's items, then rank 1's, and so on. Shards
@@ -177,7 +180,7 @@ class Metric:
         if type(other) is not type(self) or other.options() != self.options():
             raise ValueError(f"cannot merge {other!r} into {self!r}: different metrics or options")
 
-    def merge(self, other: "Metric") -> "Metric":
+    def merge(self, other: Metric) -> Metric:
         """A new metric object holding both states (self's items first)."""
         self.check_compatible(other)
         with _STATE_LOCK:

@@ -13,10 +13,12 @@
   compares the split with the model's own logits on a short probe.
 - a caller's ``(body, head)`` pair, taken as given.
 """
+
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,10 +27,10 @@ from ._arrays import is_torch
 
 class Split(NamedTuple):
     body: Callable[[np.ndarray], Any]  # (B, T) int64 ids -> hidden states (B, T, d)
-    weight: Any                        # (V, d)
-    bias: Any                          # (V,) or None
+    weight: Any  # (V, d)
+    bias: Any  # (V,) or None
     logit_map: Callable[[Any], Any] | None
-    source: str                        # "huggingface" or "pair"
+    source: str  # "huggingface" or "pair"
 
 
 def field_of(output: Any, name: str) -> Any:
@@ -62,6 +64,7 @@ def _logit_map(model: Any) -> Callable[[Any], Any] | None:
     cap = getattr(cfg, "final_logit_softcapping", None)
     if cap is not None:
         import torch
+
         steps.append(lambda x, c=cap: torch.tanh(x / c) * c)
     if not steps:
         return None
@@ -70,6 +73,7 @@ def _logit_map(model: Any) -> Callable[[Any], Any] | None:
         for step in steps:
             x = step(x)
         return x
+
     return logit_map
 
 
@@ -96,8 +100,10 @@ def huggingface(model: Any, device: Any) -> Split | str:
         with torch.inference_mode():
             out = hidden_of(base(input_ids=torch.from_numpy(ids).to(dev), **kwargs))
         return out.to(head.weight.device)  # a model split over devices: the head's own
-    return Split(body, head.weight.detach(), None if head.bias is None else head.bias.detach(),
-                 _logit_map(model), "huggingface")
+
+    return Split(
+        body, head.weight.detach(), None if head.bias is None else head.bias.detach(), _logit_map(model), "huggingface"
+    )
 
 
 def pair(body: Callable, head: Any, call: Callable[[Callable], Callable[[np.ndarray], Any]]) -> Split:
@@ -111,8 +117,10 @@ def pair(body: Callable, head: Any, call: Callable[[Callable], Callable[[np.ndar
     elif hasattr(head, "shape"):
         weight, bias = head, None
     else:
-        raise TypeError(f"model: the head of a (body, head) pair must be a torch.nn.Linear, (weight, bias) or "
-                        f"a weight (V, d); got {type(head).__name__}")
+        raise TypeError(
+            f"model: the head of a (body, head) pair must be a torch.nn.Linear, (weight, bias) or "
+            f"a weight (V, d); got {type(head).__name__}"
+        )
     if is_torch(weight):
         weight = weight.detach()
     return Split(call(body), weight, bias, None, "pair")
@@ -135,6 +143,8 @@ def verify(model: Any, split: Split, call_model: Callable[[np.ndarray], Any], pr
     scale = float(full.abs().max())
     diff = float((full - mine).abs().max())
     if not diff <= 4 * eps * max(scale, 1.0):
-        return (f"on a {probe.shape[1]}-token probe its logits differ from its head applied to its base model's last "
-                f"hidden state by up to {diff:.3g} (logits up to {scale:.3g})")
+        return (
+            f"on a {probe.shape[1]}-token probe its logits differ from its head applied to its base model's last "
+            f"hidden state by up to {diff:.3g} (logits up to {scale:.3g})"
+        )
     return None

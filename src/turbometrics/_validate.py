@@ -3,6 +3,7 @@
 Every public function goes through here before any kernel runs; the kernels
 trust what they are given (no bounds checks), so nothing unchecked may pass.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,10 @@ from ._ext._text import str_scan
 
 # Kernel dtype codes (dense.hpp: tmk::Code).
 F16, BF16, F32, F64 = 0, 1, 2, 3
-_INT_CODES = {np.dtype(t): c for c, t in enumerate(
-    (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64), start=4)}
+_INT_CODES = {
+    np.dtype(t): c
+    for c, t in enumerate((np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64), start=4)
+}
 FLOAT_CODES = (F16, BF16, F32, F64)
 
 
@@ -28,9 +31,9 @@ class Array:
     """A validated input: ``data`` is a NumPy view of the caller's memory (bfloat16 as uint16 bits)."""
 
     data: np.ndarray
-    code: int             # kernel dtype code
-    dtype: Any            # the caller's element type, for results of the same type
-    torch: bool = False   # came in as a torch tensor: hand array results back as tensors
+    code: int  # kernel dtype code
+    dtype: Any  # the caller's element type, for results of the same type
+    torch: bool = False  # came in as a torch tensor: hand array results back as tensors
 
     @property
     def is_float(self) -> bool:
@@ -122,8 +125,7 @@ def _from_numpy(a: np.ndarray, name: str, torch_in: bool = False) -> Array:
 
 def require_float(a: Array, name: str) -> None:
     if not a.is_float:
-        raise TypeError(f"{name} must be a floating-point array (float16, bfloat16, float32, float64), "
-                        f"got {a.dtype}")
+        raise TypeError(f"{name} must be a floating-point array (float16, bfloat16, float32, float64), got {a.dtype}")
 
 
 def check_rows_shape(shape: tuple, name: str, min_ndim: int = 2, max_ndim: int = 3) -> tuple[tuple, int]:
@@ -186,8 +188,15 @@ def as_mask(mask: Any, shape: tuple, name: str = "mask") -> np.ndarray:
     return m
 
 
-def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str = "targets",
-               ignore_index: int | None = None, mask: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def as_targets(
+    targets: Any,
+    shape: tuple,
+    n_classes: int | None,
+    *,
+    name: str = "targets",
+    ignore_index: int | None = None,
+    mask: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Targets of ``shape`` as int64 (flat, -1 where not counted) and the counted mask.
 
     Positions equal to ``ignore_index`` or where ``mask`` is False are not
@@ -207,8 +216,7 @@ def as_targets(targets: Any, shape: tuple, n_classes: int | None, *, name: str =
     counted8 = np.empty(t.size, dtype=np.uint8)
     dt = t.dtype
     fn = _TARGETS.get(dt.num) or _TARGETS.setdefault(dt.num, _targets_of(dt))
-    bad = fn(np.ascontiguousarray(t).reshape(-1), ignore, keep,
-                               -1 if n_classes is None else n_classes, t64, counted8)
+    bad = fn(np.ascontiguousarray(t).reshape(-1), ignore, keep, -1 if n_classes is None else n_classes, t64, counted8)
     counted = counted8.view(bool).reshape(t.shape)
     if bad is not None:
         lo, hi = bad
@@ -255,14 +263,14 @@ def check_choice(value: Any, name: str, options: tuple) -> str:
     return value
 
 
-def check_real(v: Any, name: str, *, positive: bool = False, open_unit: bool = False,
-               exc: type = TypeError) -> float:
+def check_real(v: Any, name: str, *, positive: bool = False, open_unit: bool = False, exc: type = TypeError) -> float:
     """A real number (bools are not); ``positive``: > 0; ``open_unit``: in (0, 1).
 
     Out-of-range values are a ValueError; ``exc`` is raised for a non-number.
     """
     if type(v) not in (int, float) and (  # int and float first: the ABC check is slow
-            isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)):
+        isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real)
+    ):
         what = "a positive number" if positive else "a number in (0, 1)" if open_unit else "a number"
         raise exc(f"{name} must be {what}, got {v!r}")
     if positive and not v > 0:
@@ -336,6 +344,7 @@ def wrap(out: np.ndarray, like: Array):
 
 # ---------------------------------------------------------------- text
 
+
 def check_str(s: Any, name: str) -> str:
     if not isinstance(s, str):
         raise TypeError(f"{name} must be a str, got {type(s).__name__}")
@@ -356,7 +365,9 @@ def _check_strs(items: list, name: str, allow_none: bool = False) -> bool:
     """Every item a str (or None); returns whether one is None."""
     bad, none = str_scan(items, allow_none)  # compiled: set(map(type, items)) took 5 ms per 200,000 texts
     if bad >= 0:
-        raise TypeError(f"{name}[{bad}] must be a str{' or None' if allow_none else ''}, got {type(items[bad]).__name__}")
+        raise TypeError(
+            f"{name}[{bad}] must be a str{' or None' if allow_none else ''}, got {type(items[bad]).__name__}"
+        )
     return none
 
 
@@ -379,8 +390,9 @@ def as_reference_streams(references: Any, n: int, name: str = "references") -> l
     out, gaps = [], []
     for j, stream in enumerate(streams):
         if isinstance(stream, (str, bytes)):
-            raise TypeError(f"{name}[{j}] must be a stream (list) of strings, not a str; "
-                            f"for one reference per segment pass [refs]")
+            raise TypeError(
+                f"{name}[{j}] must be a stream (list) of strings, not a str; for one reference per segment pass [refs]"
+            )
         s = _as_list(stream, f"{name}[{j}]", "a list of strings")
         if len(s) != n:
             raise ValueError(f"{name}[{j}] has {len(s)} segments but there are {n} hypotheses")

@@ -1,12 +1,13 @@
 """Top-k selection, rank of the true class, top-k accuracy and mean reciprocal rank."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from . import _gpu
-from . import _validate as V
+from . import _gpu, _validate
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, one_score, ratios
 
@@ -15,8 +16,16 @@ TIES = ("sklearn", "optimistic", "pessimistic")
 _TIE_SIDES = {"sklearn": (False, True), "optimistic": (False, False), "pessimistic": (True, True)}
 
 
-def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = True,
-         *, num_threads: int | None = None, device: str | None = None):
+def topk(
+    x: Any,
+    k: int,
+    axis: int = -1,
+    largest: bool = True,
+    sorted: bool = True,
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+):
     """The ``k`` largest (or smallest) entries along ``axis`` and their indices, like ``torch.topk``.
 
     A partial selection per row (a running threshold filters the row in one
@@ -62,53 +71,61 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     (array([[3., 3.]]), array([[1, 3]]))
     """
     if _gpu.use_gpu(device, x):
-        if V.check_int(axis, "axis") not in (-1, len(getattr(x, "shape", np.shape(x))) - 1):
+        if _validate.check_int(axis, "axis") not in (-1, len(getattr(x, "shape", np.shape(x))) - 1):
             raise ValueError("on the GPU topk selects along the last axis; move the axis there first")
         return _gpu.topk(x, k, bool(largest))
-    a = V.as_array(x, "x")
+    a = _validate.as_array(x, "x")
     if a.data.ndim == 0:
         raise ValueError("x must have at least one dimension")
-    ax = V.check_int(axis, "axis")
+    ax = _validate.check_int(axis, "axis")
     if not -a.data.ndim <= ax < a.data.ndim:
         raise ValueError(f"axis {ax} is out of range for x with {a.data.ndim} dimensions")
     d = np.moveaxis(a.data, ax, -1)
     if d.size == 0:
         raise ValueError(f"x is empty (shape {a.data.shape})")
-    k = V.check_k(k, d.shape[-1])
+    k = _validate.check_k(k, d.shape[-1])
     lead = d.shape[:-1]
-    rows = V.rows3d(d.reshape(-1, d.shape[-1]) if d.ndim > 3 else d, "x", 1, 3)
-    vals, idx = _dense.topk_rows(rows, a.code, k, bool(largest), bool(sorted), V.check_threads(num_threads))
+    rows = _validate.rows3d(d.reshape(-1, d.shape[-1]) if d.ndim > 3 else d, "x", 1, 3)
+    vals, idx = _dense.topk_rows(rows, a.code, k, bool(largest), bool(sorted), _validate.check_threads(num_threads))
     vals = np.moveaxis(vals.reshape(lead + (k,)), -1, ax)
     idx = np.moveaxis(idx.reshape(lead + (k,)), -1, ax)
-    if a.code == V.F16:
+    if a.code == _validate.F16:
         vals = vals.view(np.float16)
-    elif a.code == V.BF16 and not a.torch:  # torch bfloat16 is re-tagged by V.wrap
+    elif a.code == _validate.BF16 and not a.torch:  # torch bfloat16 is re-tagged by _validate.wrap
         vals = vals.view(a.dtype)
-    return V.wrap(np.ascontiguousarray(vals), a), V.wrap(np.ascontiguousarray(idx), a)
+    return _validate.wrap(np.ascontiguousarray(vals), a), _validate.wrap(np.ascontiguousarray(idx), a)
 
 
-def _ranks(scores: Any, targets: Any, ties: str, ignore_index: int | None, num_threads: int | None,
-           device: str | None = None, keep_on_device: bool = False):
+def _ranks(
+    scores: Any,
+    targets: Any,
+    ties: str,
+    ignore_index: int | None,
+    num_threads: int | None,
+    device: str | None = None,
+    keep_on_device: bool = False,
+):
     """int64 ranks (flat, -1 where ignored), the counted mask and the validated scores.
 
     On the GPU the ranks come to the host (one int per row) unless ``keep_on_device``.
     """
-    V.check_choice(ties, "ties", TIES)
+    _validate.check_choice(ties, "ties", TIES)
     if _gpu.use_gpu(device, scores, targets):
         before, after = _TIE_SIDES[ties]
         r, counted, rows = _gpu.ranks(scores, targets, before, after, ignore_index, host=not keep_on_device)
         return r, counted, rows
-    a = V.as_array(scores, "scores")
-    x = V.rows3d(a.data, "scores")
-    t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index)
+    a = _validate.as_array(scores, "scores")
+    x = _validate.rows3d(a.data, "scores")
+    t64, counted = _validate.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index)
     before, after = _TIE_SIDES[ties]
     # ignored rows (t64 -1) come back -1, unread
-    r = _dense.rank_rows(x, a.code, t64, before, after, V.check_threads(num_threads))
+    r = _dense.rank_rows(x, a.code, t64, before, after, _validate.check_threads(num_threads))
     return r, counted, a
 
 
-def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads: int | None = None,
-                device: str | None = None):
+def target_rank(
+    scores: Any, targets: Any, ties: str = "sklearn", *, num_threads: int | None = None, device: str | None = None
+):
     """Rank of the true class in each row of ``scores`` (0 = best), by counting in one pass.
 
     Parameters
@@ -149,7 +166,7 @@ def target_rank(scores: Any, targets: Any, ties: str = "sklearn", *, num_threads
     r, counted, a = _ranks(scores, targets, ties, None, num_threads, device, keep_on_device=True)
     if isinstance(a, _gpu.Rows):
         return _gpu.give_back(r, a, counted.shape)
-    return V.wrap(r.reshape(a.data.shape[:-1]), a)
+    return _validate.wrap(r.reshape(a.data.shape[:-1]), a)
 
 
 def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None) -> float:
@@ -177,8 +194,8 @@ class _RankMetric(Metric):
     _state = {"_ranks": list, "_weights": list}
 
     def __init__(self, ties: str = "sklearn", ignore_index: int | None = None):
-        self.ties = V.check_choice(ties, "ties", TIES)
-        self.ignore_index = ignore_index if ignore_index is None else V.check_int(ignore_index, "ignore_index")
+        self.ties = _validate.check_choice(ties, "ties", TIES)
+        self.ignore_index = ignore_index if ignore_index is None else _validate.check_int(ignore_index, "ignore_index")
         self.reset()
 
     def _check_classes(self, n_classes: int) -> None:
@@ -187,11 +204,18 @@ class _RankMetric(Metric):
     def _stats(self, scores, targets, sample_weight, num_threads, device):
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
         self._check_classes(a.n_classes)
-        w = None if sample_weight is None else V.as_weights(sample_weight, r.size, counted=counted.reshape(-1))
+        w = None if sample_weight is None else _validate.as_weights(sample_weight, r.size, counted=counted.reshape(-1))
         return r, w
 
-    def update(self, scores: Any, targets: Any, sample_weight: Any = None, *, num_threads: int | None = None,
-               device: str | None = None) -> "_RankMetric":
+    def update(
+        self,
+        scores: Any,
+        targets: Any,
+        sample_weight: Any = None,
+        *,
+        num_threads: int | None = None,
+        device: str | None = None,
+    ) -> _RankMetric:
         """Add rows: scores (N, C) or (B, T, C), targets, optional per-row weights (as the one-shot function)."""
         return self._fold(self._stats(scores, targets, sample_weight, num_threads, device))
 
@@ -225,8 +249,11 @@ class _RankMetric(Metric):
             rows = rows * w[counted][:, None]
         rows = np.ascontiguousarray(rows, dtype=np.int64 if rows.dtype == bool else np.float64)
         point = np.array(self._results(), dtype=np.float64)
-        wrap = (lambda make: [make(slice(i, i + 1), lambda a: float(a[0])) for i in range(len(values))]
-                ) if self._several() else one_score
+        wrap = (
+            (lambda make: [make(slice(i, i + 1), lambda a: float(a[0])) for i in range(len(values))])
+            if self._several()
+            else one_score
+        )
         return Plan(rows, ratios, point, tuple(range(len(values))), wrap)
 
 
@@ -246,14 +273,14 @@ class TopKAccuracy(_RankMetric):
     """
 
     def __init__(self, k: int | Sequence[int] = 5, ties: str = "sklearn", ignore_index: int | None = None):
-        for kk in (k if isinstance(k, (tuple, list)) else [k]):
-            V.check_int(kk, "k")
+        for kk in k if isinstance(k, (tuple, list)) else [k]:
+            _validate.check_int(kk, "k")
         self.k = k
         super().__init__(ties, ignore_index)
 
     def _check_classes(self, n_classes: int) -> None:
-        for kk in (self.k if self._several() else [self.k]):
-            V.check_k(kk, n_classes)
+        for kk in self.k if self._several() else [self.k]:
+            _validate.check_k(kk, n_classes)
 
     def _several(self) -> bool:
         return isinstance(self.k, (tuple, list))
@@ -285,9 +312,17 @@ class MeanReciprocalRank(_RankMetric):
         return self._results()[0]
 
 
-def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: str = "sklearn",
-                  sample_weight: Any = None, ignore_index: int | None = None,
-                  *, num_threads: int | None = None, device: str | None = None) -> float | np.ndarray:
+def topk_accuracy(
+    scores: Any,
+    targets: Any,
+    k: int | Sequence[int] = 5,
+    ties: str = "sklearn",
+    sample_weight: Any = None,
+    ignore_index: int | None = None,
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+) -> float | np.ndarray:
     """Fraction of rows whose true class ranks in the top ``k``.
 
     With the default ``ties="sklearn"`` this equals
@@ -334,13 +369,23 @@ def topk_accuracy(scores: Any, targets: Any, k: int | Sequence[int] = 5, ties: s
     >>> tm.topk_accuracy(scores, [2, 0, 1], k=(1, 2))
     array([0.33333333, 1.        ])
     """
-    return TopKAccuracy(k, ties, ignore_index).update(scores, targets, sample_weight, num_threads=num_threads,
-                                                      device=device).compute()
+    return (
+        TopKAccuracy(k, ties, ignore_index)
+        .update(scores, targets, sample_weight, num_threads=num_threads, device=device)
+        .compute()
+    )
 
 
-def mean_reciprocal_rank(scores: Any, targets: Any, ties: str = "sklearn", sample_weight: Any = None,
-                         ignore_index: int | None = None, *, num_threads: int | None = None,
-                         device: str | None = None) -> float:
+def mean_reciprocal_rank(
+    scores: Any,
+    targets: Any,
+    ties: str = "sklearn",
+    sample_weight: Any = None,
+    ignore_index: int | None = None,
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+) -> float:
     """Mean of 1 / (rank + 1) of the true class over the rows (ranks and ties as in ``target_rank``).
 
     Parameters
@@ -359,5 +404,8 @@ def mean_reciprocal_rank(scores: Any, targets: Any, ties: str = "sklearn", sampl
     >>> tm.mean_reciprocal_rank(np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]]), [2, 0])
     0.75
     """
-    return MeanReciprocalRank(ties, ignore_index).update(scores, targets, sample_weight, num_threads=num_threads,
-                                                         device=device).compute()
+    return (
+        MeanReciprocalRank(ties, ignore_index)
+        .update(scores, targets, sample_weight, num_threads=num_threads, device=device)
+        .compute()
+    )

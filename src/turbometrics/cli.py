@@ -7,6 +7,7 @@ score line or JSON. Confidence intervals and paired tests run in sacrebleu
 mode, so their numbers are sacrebleu's too. Bad input exits with status 2 and
 one line on stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,8 @@ import gzip
 import io
 import json
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 _CHUNK = 50_000  # segments (or array rows) per accumulator update; the progress bar's step
 
@@ -43,8 +45,9 @@ def _progress(total: int, unit: str):
     """A tqdm bar on stderr for long inputs, only when stderr is a terminal."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False,
-                disable=total <= _CHUNK or not sys.stderr.isatty())
+    return tqdm(
+        total=total, unit=unit, file=sys.stderr, leave=False, disable=total <= _CHUNK or not sys.stderr.isatty()
+    )
 
 
 def _fill(acc, n: int, unit: str, update: Callable[[Any, slice], Any]):
@@ -57,6 +60,7 @@ def _fill(acc, n: int, unit: str, update: Callable[[Any, slice], Any]):
 
 
 # ---------------------------------------------------------------- text metrics
+
 
 def _text_inputs(args) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
     refs = [_read_lines(r, args.encoding) for r in args.refs]
@@ -86,17 +90,19 @@ def _run_text(args, make: Callable[[], Any]) -> str:
     from .resampling import bootstrap_ci, paired_test
 
     systems, refs = _text_inputs(args)
-    accs = [_fill(make(), len(hyps), "seg",
-                  lambda a, part, h=hyps: a.update(h[part], [r[part] for r in refs]))
-            for _, hyps in systems]
+    accs = [
+        _fill(make(), len(hyps), "seg", lambda a, part, h=hyps: a.update(h[part], [r[part] for r in refs]))
+        for _, hyps in systems
+    ]
     seed_str = str(args.seed).lower()
     paired = args.paired_bs or args.paired_ar
     if paired:
         if len(systems) < 2:
             raise InputError("a paired test needs the baseline and at least one system: -i BASELINE SYSTEM ...")
         method, n = ("bootstrap", args.paired_bs_n) if args.paired_bs else ("randomization", args.paired_ar_n)
-        results = [paired_test(accs[0], a, method=method, n_resamples=n, seed=args.seed, mode="sacrebleu")
-                   for a in accs[1:]]
+        results = [
+            paired_test(accs[0], a, method=method, n_resamples=n, seed=args.seed, mode="sacrebleu") for a in accs[1:]
+        ]
         score0 = accs[0].compute()
         sig = score0.signature.insert_after("nrefs", **{"bs" if args.paired_bs else "ar": n, "seed": seed_str})
         return _paired_report(args, [p for p, _ in systems], score0.name, sig, results)
@@ -122,18 +128,34 @@ def _paired_report(args, paths: list[str], name: str, signature: str, results: l
     rows = [(f"Baseline: {paths[0]}", results[0].baseline, results[0].baseline_mean, results[0].baseline_ci, None)]
     rows += [(p, r.system, r.mean, r.ci, r.p_value) for p, r in zip(paths[1:], results)]
     if args.json:
-        return json.dumps({"name": name, "signature": signature, "systems": [
-            {"system": p, "score": round(s, w), "mean": None if m is None else round(m, w),
-             "ci": None if c is None else round(c, w), "p_value": pv} for p, s, m, c, pv in rows]},
-            indent=1, ensure_ascii=False)
+        return json.dumps(
+            {
+                "name": name,
+                "signature": signature,
+                "systems": [
+                    {
+                        "system": p,
+                        "score": round(s, w),
+                        "mean": None if m is None else round(m, w),
+                        "ci": None if c is None else round(c, w),
+                        "p_value": pv,
+                    }
+                    for p, s, m, c, pv in rows
+                ],
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
     width = max(len(r[0]) for r in rows)
     lines = [f"{'System':<{width}}  {name:>20}  p-value"]
     for p, s, m, c, pv in rows:
         sc = f"{s:.{w}f}" + ("" if m is None else f" ({m:.{w}f} ± {c:.{w}f})")
         lines.append(f"{p:<{width}}  {sc:>20}  " + ("" if pv is None else f"{pv:.4f}" + ("*" if pv < 0.05 else "")))
     lines.append(f"\n{name}|{signature}")
-    lines.append("* p < 0.05: the difference from the baseline is unlikely to be chance "
-                 "(significance says 'different', not 'better').")
+    lines.append(
+        "* p < 0.05: the difference from the baseline is unlikely to be chance "
+        "(significance says 'different', not 'better')."
+    )
     return "\n".join(lines)
 
 
@@ -145,15 +167,20 @@ def _run_rouge(args) -> str:
     if len(systems) != 1:
         raise InputError("rouge scores one prediction file at a time")
     preds = systems[0][1]
-    acc = _fill(metrics.ROUGE(args.types, use_stemmer=args.stem, split_summaries=args.split_summaries),
-                len(preds), "pair",
-                lambda a, part: a.update(preds[part], [list(r) for r in zip(*(f[part] for f in refs))]))
+    acc = _fill(
+        metrics.ROUGE(args.types, use_stemmer=args.stem, split_summaries=args.split_summaries),
+        len(preds),
+        "pair",
+        lambda a, part: a.update(preds[part], [list(r) for r in zip(*(f[part] for f in refs))]),
+    )
     out: dict[str, Any] = {}
     if args.confidence:
         cis = bootstrap_ci(acc, n_resamples=args.confidence_n, seed=args.seed, mode="rouge_score")
         for t, ci in cis.items():
-            out[t] = {b: dict(zip(("precision", "recall", "fmeasure"), v))
-                      for b, v in (("low", ci.low), ("mid", ci.mean), ("high", ci.high))}
+            out[t] = {
+                b: dict(zip(("precision", "recall", "fmeasure"), v))
+                for b, v in (("low", ci.low), ("mid", ci.mean), ("high", ci.high))
+            }
     else:
         for t, s in acc.compute().items():
             out[t] = {f: float(getattr(s, f).mean()) for f in ("precision", "recall", "fmeasure")}
@@ -164,14 +191,20 @@ def _run_rouge(args) -> str:
     for t, v in out.items():
         if args.confidence:
             lo, mid, hi = v["low"], v["mid"], v["high"]
-            lines.append(f"{t:<10} " + "  ".join(f"{f[0].upper()} {mid[f]:.{w}f} [{lo[f]:.{w}f}, {hi[f]:.{w}f}]"
-                                                for f in ("precision", "recall", "fmeasure")))
+            lines.append(
+                f"{t:<10} "
+                + "  ".join(
+                    f"{f[0].upper()} {mid[f]:.{w}f} [{lo[f]:.{w}f}, {hi[f]:.{w}f}]"
+                    for f in ("precision", "recall", "fmeasure")
+                )
+            )
         else:
             lines.append(f"{t:<10} " + "  ".join(f"{f[0].upper()} {v[f]:.{w}f}" for f in v))
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- array metrics
+
 
 def _load_arrays(args, names: Sequence[str]) -> list:
     """``.npy`` files (memory-mapped) in order, or one ``.npz`` holding the named arrays."""
@@ -190,8 +223,9 @@ def _load_arrays(args, names: Sequence[str]) -> list:
                 raise InputError(f"{args.arrays[0]} has no array {missing[0]!r} (it has {', '.join(z.files)})")
             return [z[n] for n in names if n in z.files]
         if len(args.arrays) < 2:
-            raise InputError(f"give {names[0]}.npy and {names[1]}.npy, or one .npz with arrays "
-                             f"{', '.join(repr(n) for n in names)}")
+            raise InputError(
+                f"give {names[0]}.npy and {names[1]}.npy, or one .npz with arrays {', '.join(repr(n) for n in names)}"
+            )
         return [_load_npy(np, p) for p in args.arrays]
     except FileNotFoundError as e:
         raise InputError(f"no such file: {e.filename}") from None
@@ -232,6 +266,7 @@ def _print_value(args, name: str, value: Any) -> str:
 
 # ---------------------------------------------------------------- parser
 
+
 def _text_parser(sub, name: str, help: str, width: int = 1):
     p = sub.add_parser(name, help=help)
     p.add_argument("refs", nargs="+", help="reference file(s), one segment per line")
@@ -252,8 +287,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"turbometrics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    for name, help in (("bleu", "corpus BLEU (sacrebleu's numbers)"), ("chrf", "corpus chrF / chrF++"),
-                       ("ter", "corpus TER (sacrebleu's numbers)")):
+    for name, help in (
+        ("bleu", "corpus BLEU (sacrebleu's numbers)"),
+        ("chrf", "corpus chrF / chrF++"),
+        ("ter", "corpus TER (sacrebleu's numbers)"),
+    ):
         p = _text_parser(sub, name, help)
         if name != "ter":
             p.add_argument("-lc", "--lowercase", action="store_true", help="case-insensitive")
@@ -268,12 +306,18 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
             p.add_argument("--ter-normalized", action="store_true", help="Tercom's normalisation")
         elif name == "bleu":
-            p.add_argument("-tok", "--tokenize", default="13a",
-                           help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), "
-                                "flores200, spBLEU-1K")
-            p.add_argument("--spm-model", default=None,
-                           help="a local SentencePiece model for flores101/flores200/spBLEU-1K "
-                                "(default: sacrebleu's cache, $SACREBLEU/models)")
+            p.add_argument(
+                "-tok",
+                "--tokenize",
+                default="13a",
+                help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), flores200, spBLEU-1K",
+            )
+            p.add_argument(
+                "--spm-model",
+                default=None,
+                help="a local SentencePiece model for flores101/flores200/spBLEU-1K "
+                "(default: sacrebleu's cache, $SACREBLEU/models)",
+            )
             p.add_argument("-s", "--smooth-method", default="exp", choices=["none", "floor", "add-k", "exp"])
             p.add_argument("-sv", "--smooth-value", type=float, default=None)
             p.add_argument("--max-ngram-order", type=int, default=4)
@@ -285,21 +329,30 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--whitespace", action="store_true", help="keep whitespace in character n-grams")
             p.add_argument("--eps-smoothing", action="store_true")
 
-    p = _text_parser(sub, "rouge", "ROUGE-N/L/Lsum (rouge-score's numbers): mean P/R/F over pairs",
-                     width=4)
+    p = _text_parser(sub, "rouge", "ROUGE-N/L/Lsum (rouge-score's numbers): mean P/R/F over pairs", width=4)
     p.add_argument("--types", nargs="+", default=["rouge1", "rouge2", "rougeL", "rougeLsum"])
     p.add_argument("--stem", action="store_true", help="Porter stemming (rouge-score's use_stemmer)")
-    p.add_argument("--split-summaries", action="store_true",
-                   help="ROUGE-Lsum on Punkt sentences, not lines (rouge-score's split_summaries; the lsum extra)")
+    p.add_argument(
+        "--split-summaries",
+        action="store_true",
+        help="ROUGE-Lsum on Punkt sentences, not lines (rouge-score's split_summaries; the lsum extra)",
+    )
 
     for name, help, names in (
-            ("perplexity", "perplexity from logits (B, T, V) or (T, V) and integer targets",
-             ("logits", "targets", "mask")),
-            ("topk-accuracy", "top-k accuracy from scores (N, C) and integer targets",
-             ("scores", "targets", "sample_weight"))):
+        ("perplexity", "perplexity from logits (B, T, V) or (T, V) and integer targets", ("logits", "targets", "mask")),
+        (
+            "topk-accuracy",
+            "top-k accuracy from scores (N, C) and integer targets",
+            ("scores", "targets", "sample_weight"),
+        ),
+    ):
         p = sub.add_parser(name, help=help)
-        p.add_argument("arrays", nargs="+", metavar="ARRAY",
-                       help=f"{'.npy '.join(names[:2])}.npy [{names[2]}.npy], or one .npz with those names")
+        p.add_argument(
+            "arrays",
+            nargs="+",
+            metavar="ARRAY",
+            help=f"{'.npy '.join(names[:2])}.npy [{names[2]}.npy], or one .npz with those names",
+        )
         p.add_argument("--ignore-index", type=int, default=None, help="target value to skip")
         p.add_argument("-w", "--width", type=int, default=4, help="decimal places (default: 4)")
         p.add_argument("--json", action="store_true")
@@ -314,10 +367,15 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="small inputs: about a minute (the default)")
     bench.add_argument("--full", action="store_true", help="the issue-sized inputs (several GB, minutes)")
     bench.add_argument("--repeat", type=int, default=3, help="timed runs per implementation (best is kept)")
-    bench.add_argument("--first-call", action="store_true",
-                       help="also time a few calls made first in a fresh process (and made again)")
-    bench.add_argument("--json", metavar="PATH", default=None,
-                       help="also write every row, and the machine (show_config's fields), as JSON to PATH")
+    bench.add_argument(
+        "--first-call", action="store_true", help="also time a few calls made first in a fresh process (and made again)"
+    )
+    bench.add_argument(
+        "--json",
+        metavar="PATH",
+        default=None,
+        help="also write every row, and the machine (show_config's fields), as JSON to PATH",
+    )
     return parser
 
 
@@ -332,8 +390,11 @@ def _run(args, parser) -> str | None:
             parser.error("--repeat must be >= 1")
         from . import _bench, _bench_patch
 
-        rows = _bench.run(_bench.cases(not args.full) + _bench_patch.cases(not args.full, None),
-                          quick=not args.full, repeat=args.repeat)
+        rows = _bench.run(
+            _bench.cases(not args.full) + _bench_patch.cases(not args.full, None),
+            quick=not args.full,
+            repeat=args.repeat,
+        )
         if args.json:
             _bench.write_json(args.json, rows, not args.full, args.repeat)
         if args.first_call:
@@ -344,15 +405,32 @@ def _run(args, parser) -> str | None:
     if getattr(args, "width", 0) < 0:
         parser.error("--width must be >= 0")
     if cmd == "bleu":
-        return _run_text(args, lambda: metrics.BLEU(args.tokenize, args.lowercase, args.smooth_method,
-                                                    args.smooth_value, args.max_ngram_order, args.effective_order,
-                                                    spm_model=args.spm_model))
+        return _run_text(
+            args,
+            lambda: metrics.BLEU(
+                args.tokenize,
+                args.lowercase,
+                args.smooth_method,
+                args.smooth_value,
+                args.max_ngram_order,
+                args.effective_order,
+                spm_model=args.spm_model,
+            ),
+        )
     if cmd == "ter":
-        return _run_text(args, lambda: metrics.TER(args.ter_normalized, args.ter_no_punct, args.ter_asian_support,
-                                                   args.ter_case_sensitive))
+        return _run_text(
+            args,
+            lambda: metrics.TER(
+                args.ter_normalized, args.ter_no_punct, args.ter_asian_support, args.ter_case_sensitive
+            ),
+        )
     if cmd == "chrf":
-        return _run_text(args, lambda: metrics.CHRF(args.char_order, args.word_order, args.beta, args.lowercase,
-                                                    args.whitespace, args.eps_smoothing))
+        return _run_text(
+            args,
+            lambda: metrics.CHRF(
+                args.char_order, args.word_order, args.beta, args.lowercase, args.whitespace, args.eps_smoothing
+            ),
+        )
     if cmd == "rouge":
         return _run_rouge(args)
     if cmd == "perplexity":

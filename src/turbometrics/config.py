@@ -5,6 +5,7 @@ this machine runs (CPU, the SIMD path in use and why, default thread count),
 Numba's version (the GPU kernels are numba.cuda; every CPU kernel is C++) and
 the GPU (numba-cuda, a usable device). Nothing here starts a computation.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,11 @@ def _cpu_model() -> str:
 def _simd() -> dict[str, Any]:
     from ._ext import _dense
 
-    out: dict[str, Any] = {"compiled": list(_dense.PATHS), "supported by this CPU": list(_dense.SUPPORTED),
-                           "TURBOMETRICS_SIMD": os.environ.get("TURBOMETRICS_SIMD", "")}
+    out: dict[str, Any] = {
+        "compiled": list(_dense.PATHS),
+        "supported by this CPU": list(_dense.SUPPORTED),
+        "TURBOMETRICS_SIMD": os.environ.get("TURBOMETRICS_SIMD", ""),
+    }
     try:
         out["in use"] = _dense.active_path()
     except RuntimeError as e:
@@ -77,7 +81,7 @@ def _gpu() -> dict[str, Any]:
             return {"usable": False, "why": "numba.cuda.is_available() is False (no driver or no device)"}
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-        return {"usable": True, "device": name, "compute capability": "%d.%d" % dev.compute_capability}
+        return {"usable": True, "device": name, "compute capability": "{}.{}".format(*dev.compute_capability)}
     except Exception as e:  # a broken driver must not break a bug report
         return {"usable": False, "why": f"{type(e).__name__}: {e}"}
 
@@ -88,12 +92,18 @@ def config() -> dict[str, dict[str, Any]]:
     from ._ext import _dense
 
     return {
-        "turbometrics": {"version": __version__, "python": sys.version.split()[0],
-                         "platform": f"{platform.system()} {platform.machine()}"},
+        "turbometrics": {
+            "version": __version__,
+            "python": sys.version.split()[0],
+            "platform": f"{platform.system()} {platform.machine()}",
+        },
         "CPU": {"model": _cpu_model(), "cores": os.cpu_count()},
         "SIMD paths": _simd(),
-        "threads": {"backend": _dense.THREADING, "default num_threads": default_threads(),
-                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")},
+        "threads": {
+            "backend": _dense.THREADING,
+            "default num_threads": default_threads(),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", ""),
+        },
         "Numba": _numba(),
         "GPU": _gpu(),
     }

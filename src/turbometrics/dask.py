@@ -16,16 +16,17 @@ pickle, so nothing else is needed.
 Requires ``dask`` (``pip install "turbometrics[dask]"``); ``dask.distributed``
 is used when a client is active, as everywhere in Dask.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import metrics as M
 from ._metric import Metric
 
-__all__ = ["accumulate", "corpus_bleu", "corpus_chrf", "rouge", "perplexity", "perplexity_from_hidden",
-           "topk_accuracy"]
+__all__ = ["accumulate", "corpus_bleu", "corpus_chrf", "rouge", "perplexity", "perplexity_from_hidden", "topk_accuracy"]
 
 
 def _dask():
@@ -55,8 +56,15 @@ def _merge(*states: Metric) -> Metric:
     return out
 
 
-def accumulate(collection: Any, accumulator: Metric, update: Callable[..., Any], *,
-               split_every: int = 8, shared: tuple = (), **compute_kwargs: Any) -> Metric:
+def accumulate(
+    collection: Any,
+    accumulator: Metric,
+    update: Callable[..., Any],
+    *,
+    split_every: int = 8,
+    shared: tuple = (),
+    **compute_kwargs: Any,
+) -> Metric:
     """Fill a copy of ``accumulator`` per partition with ``update(acc, partition, *shared)``; merge; return it.
 
     ``partition`` is what Dask holds (a list of items for a bag, a pandas
@@ -75,7 +83,7 @@ def accumulate(collection: Any, accumulator: Metric, update: Callable[..., Any],
     if not states:
         return copy.deepcopy(accumulator).reset()
     while len(states) > 1:
-        states = [dask.delayed(_merge)(*states[i:i + split_every]) for i in range(0, len(states), split_every)]
+        states = [dask.delayed(_merge)(*states[i : i + split_every]) for i in range(0, len(states), split_every)]
     (out,) = dask.compute(states[0], **compute_kwargs)
     return out
 
@@ -90,8 +98,9 @@ def _text_items(part: Any, columns: Sequence[str] | None) -> tuple[list, list]:
     hyps, refs = [], []
     for item in part:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ValueError(f"bag items must be (hypothesis, reference) or (hypothesis, [references]), "
-                             f"got {item!r:.80}")
+            raise ValueError(
+                f"bag items must be (hypothesis, reference) or (hypothesis, [references]), got {item!r:.80}"
+            )
         hyps.append(item[0])
         refs.append([item[1]] if isinstance(item[1], str) else list(item[1]))
     width = max((len(r) for r in refs), default=1)
@@ -103,6 +112,7 @@ def _text_update(columns):
     def update(acc, part):
         hyps, streams = _text_items(part, columns)
         acc.update(hyps, streams)
+
     return update
 
 
@@ -123,9 +133,11 @@ def corpus_chrf(collection: Any, *, columns: Sequence[str] | None = None, **opti
 
 def rouge(collection: Any, *, columns: Sequence[str] | None = None, **options: Any):
     """``tm.rouge`` over a bag of (prediction, reference(s)) or a dataframe: per-pair scores in order."""
+
     def update(acc, part):
         preds, streams = _text_items(part, columns)
         acc.update(preds, [[s[i] for s in streams if s[i] is not None] for i in range(len(preds))])
+
     return accumulate(collection, M.ROUGE(**options), update).compute()
 
 
@@ -141,9 +153,16 @@ def perplexity(collection: Any, **options: Any):
     return accumulate(collection, M.Perplexity(**options), _array_update).compute()
 
 
-def perplexity_from_hidden(collection: Any, weight: Any, bias: Any = None, *, ignore_index: int | None = None,
-                           reduction: str = "token", chunk: int | None = None,
-                           logit_map: Callable[[Any], Any] | None = None):
+def perplexity_from_hidden(
+    collection: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    ignore_index: int | None = None,
+    reduction: str = "token",
+    chunk: int | None = None,
+    logit_map: Callable[[Any], Any] | None = None,
+):
     """``tm.perplexity_from_hidden`` over a bag of (hidden, targets) or (hidden, targets, mask) blocks.
 
     The head's ``weight`` (and ``bias``) go to each worker once; each block's
@@ -158,11 +177,14 @@ def perplexity_from_hidden(collection: Any, weight: Any, bias: Any = None, *, ig
         for item in part:
             if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
                 raise ValueError("bag items must be (hidden, targets) or (hidden, targets, mask) blocks")
-            nll, counted = _head_nll(item[0], w, item[1], b, ignore_index, item[2] if len(item) == 3 else None,
-                                     chunk, None, logit_map)
+            nll, counted = _head_nll(
+                item[0], w, item[1], b, ignore_index, item[2] if len(item) == 3 else None, chunk, None, logit_map
+            )
             acc.update(nll, mask=counted)
-    return accumulate(collection, M.Perplexity(reduction=reduction, input="nll"), update,
-                      shared=(weight, bias)).compute()
+
+    return accumulate(
+        collection, M.Perplexity(reduction=reduction, input="nll"), update, shared=(weight, bias)
+    ).compute()
 
 
 def topk_accuracy(collection: Any, **options: Any):

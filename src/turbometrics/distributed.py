@@ -66,6 +66,7 @@ Notes
   as ``torch.distributed.all_gather_object`` does.
 - The states are pickled: use it between processes that trust each other, as torch does.
 """
+
 from __future__ import annotations
 
 import logging
@@ -88,8 +89,10 @@ def _torch_distributed() -> Any:
     except ImportError as exc:  # pragma: no cover - torch is a test extra
         raise ImportError("sync needs PyTorch (torch.distributed); install torch") from exc
     if not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError("sync needs an initialised torch.distributed process group: call "
-                           "torch.distributed.init_process_group(...) first (torchrun, Accelerate and Lightning do)")
+        raise RuntimeError(
+            "sync needs an initialised torch.distributed process group: call "
+            "torch.distributed.init_process_group(...) first (torchrun, Accelerate and Lightning do)"
+        )
     return dist
 
 
@@ -209,8 +212,10 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
     for rank, (_, body) in enumerate(messages):
         theirs = [d for d, _ in body]
         if theirs != mine:
-            raise ValueError(f"sync: rank {rank} holds {theirs} but rank 0 holds {mine}: every rank must sync "
-                             f"the same metrics, with the same options, in the same order")
+            raise ValueError(
+                f"sync: rank {rank} holds {theirs} but rank 0 holds {mine}: every rank must sync "
+                f"the same metrics, with the same options, in the same order"
+            )
     for i, m in enumerate(metrics):
         merged = {}
         for name in m._state:
@@ -223,6 +228,12 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
                     total = total + p
                 merged[name] = total
         m._replace_state(merged)
-    log.debug("synced %d metric(s) over %d ranks: sent %d bytes, received %d, in %.3f s", len(metrics),
-              len(received), len(data), sum(len(b) for b in received), time.perf_counter() - t0)
+    log.debug(
+        "synced %d metric(s) over %d ranks: sent %d bytes, received %d, in %.3f s",
+        len(metrics),
+        len(received),
+        len(data),
+        sum(len(b) for b in received),
+        time.perf_counter() - t0,
+    )
     return metrics[0] if len(metrics) == 1 else metrics

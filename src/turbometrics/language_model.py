@@ -9,6 +9,7 @@ False are not counted. Perplexity over zero counted tokens is NaN, and a NaN
 (or +inf) logit in a counted row makes the result NaN: never a made-up
 finite number.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _gpu
-from . import _validate as V
+from . import _gpu, _validate
 from ._exact import ExactSum, exact_sum
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, one_score, ratios
@@ -26,8 +26,15 @@ REDUCTIONS = ("token", "sequence", "none")
 INPUTS = ("logits", "log_probs", "probs", "nll")
 
 
-def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
-              *, num_threads: int | None = None, device: str | None = None):
+def token_nll(
+    logits: Any,
+    targets: Any,
+    ignore_index: int | None = None,
+    mask: Any = None,
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+):
     """``-log_softmax(logits)[target]`` per position, as float64 (0 at ignored/masked positions).
 
     Equals ``F.cross_entropy(logits, targets, reduction="none", ignore_index=...)``,
@@ -72,16 +79,16 @@ def token_nll(logits: Any, targets: Any, ignore_index: int | None = None, mask: 
         return _gpu.give_back(out, rows, counted.shape)
     lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads)
     nll, _, a = lean if lean is not None else _host_nll(logits, targets, ignore_index, mask, num_threads)
-    return V.wrap(nll, a)
+    return _validate.wrap(nll, a)
 
 
 def _host_nll(logits, targets, ignore_index, mask, num_threads):
     """Per-token NLL by the CPU kernel (float64), the counted mask, and the validated logits."""
-    a = V.as_array(logits, "logits")
-    V.require_float(a, "logits")
-    x = V.rows3d(a.data, "logits")
-    t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
-    got = _dense.nll_rows(x, a.code, t64, -1, V.check_threads(num_threads))  # -1: not counted
+    a = _validate.as_array(logits, "logits")
+    _validate.require_float(a, "logits")
+    x = _validate.rows3d(a.data, "logits")
+    t64, counted = _validate.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
+    got = _dense.nll_rows(x, a.code, t64, -1, _validate.check_threads(num_threads))  # -1: not counted
     assert got is not None, "as_targets let a target outside [0, V) through"
     return got[0].reshape(counted.shape), counted, a
 
@@ -91,16 +98,16 @@ def _lean_nll(logits, targets, ignore_index, num_threads):
     itself and gives the per-token NLLs with the number counted (the validated logits third), 2-6 us
     sooner at (64, 1000) than a counted mask made in Python. None where it does not take the input: the
     general path then validates and words any error."""
-    a = V.as_array(logits, "logits")
+    a = _validate.as_array(logits, "logits")
     if not a.is_float:
         return None
-    x = V.rows3d(a.data, "logits")
-    t = V.as_int_array(targets, "targets")
+    x = _validate.rows3d(a.data, "logits")
+    t = _validate.as_int_array(targets, "targets")
     if t.dtype != np.int64 or t.shape != a.data.shape[:-1]:
         return None
     try:  # checked in the general path's order: after the targets (whose range the binding checks)
-        ignore = None if ignore_index is None else V.check_int(ignore_index, "ignore_index")
-        nthreads = V.check_threads(num_threads)
+        ignore = None if ignore_index is None else _validate.check_int(ignore_index, "ignore_index")
+        nthreads = _validate.check_threads(num_threads)
     except (TypeError, ValueError):
         return None
     if ignore is not None and not _INT64_MIN <= ignore <= _INT64_MAX:
@@ -109,7 +116,7 @@ def _lean_nll(logits, targets, ignore_index, num_threads):
     return None if got is None else (got[0].reshape(t.shape), got[1], a)
 
 
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _nll(logits, targets, ignore_index, mask, num_threads, device):
@@ -133,11 +140,10 @@ def _means(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
     """dist[..., target] as float64 and the counted mask (ignored positions read class 0)."""
-    a = V.as_array(dist, name)
-    V.require_float(a, name)
-    x = V.rows3d(a.data, name)
-    t64, counted = V.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index,
-                                mask=mask)
+    a = _validate.as_array(dist, name)
+    _validate.require_float(a, name)
+    x = _validate.rows3d(a.data, name)
+    t64, counted = _validate.as_targets(targets, a.data.shape[:-1], x.shape[2], ignore_index=ignore_index, mask=mask)
     safe = np.where(t64 < 0, 0, t64)
     rows = np.arange(safe.size)
     g = x[rows // x.shape[1], rows % x.shape[1], safe]  # any strides: one gather, no reshape copy
@@ -145,22 +151,22 @@ def _gather(dist: Any, targets: Any, ignore_index, mask, name: str):
 
 
 def _to_float64(g: np.ndarray, code: int) -> np.ndarray:
-    if code == V.BF16:
+    if code == _validate.BF16:
         return (g.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if code == V.F16:
+    if code == _validate.F16:
         return g.view(np.float16).astype(np.float64)
     return g.astype(np.float64)
 
 
 def _values(x: Any, name: str, mask: Any):
     """A 1-D/2-D float array of per-token values as float64, and the counted mask."""
-    a = V.as_array(x, name)
-    V.require_float(a, name)
+    a = _validate.as_array(x, name)
+    _validate.require_float(a, name)
     if a.data.ndim not in (1, 2):
         raise ValueError(f"{name} must have shape (N,) or (B, T), got {a.data.shape}")
     if a.data.size == 0:
         raise ValueError(f"{name} is empty (shape {a.data.shape})")
-    counted = np.ones(a.data.shape, bool) if mask is None else V.as_mask(mask, a.data.shape)
+    counted = np.ones(a.data.shape, bool) if mask is None else _validate.as_mask(mask, a.data.shape)
     return _to_float64(a.data, a.code), counted
 
 
@@ -196,10 +202,10 @@ class Perplexity(Metric):
     _state = {"_total": ExactSum, "_sums": list, "_counts": list}
 
     def __init__(self, ignore_index: int | None = None, reduction: str = "token", input: str = "logits"):
-        V.check_choice(reduction, "reduction", REDUCTIONS)
-        V.check_choice(input, "input", INPUTS)
+        _validate.check_choice(reduction, "reduction", REDUCTIONS)
+        _validate.check_choice(input, "input", INPUTS)
         if ignore_index is not None:
-            V.check_int(ignore_index, "ignore_index")
+            _validate.check_int(ignore_index, "ignore_index")
             if input == "nll":
                 raise ValueError("ignore_index needs targets; per-token NLLs take a mask instead")
         self.ignore_index, self.reduction, self.input = ignore_index, reduction, input
@@ -236,8 +242,15 @@ class Perplexity(Metric):
         sums, counts = _sequence_sums(nll, counted)
         return nll[counted], sums, counts
 
-    def update(self, logits: Any, targets: Any = None, mask: Any = None, *, num_threads: int | None = None,
-               device: str | None = None) -> "Perplexity":
+    def update(
+        self,
+        logits: Any,
+        targets: Any = None,
+        mask: Any = None,
+        *,
+        num_threads: int | None = None,
+        device: str | None = None,
+    ) -> Perplexity:
         """Add tokens: ``logits`` (or what ``input`` names), targets and an optional mask, as ``perplexity``."""
         return self._fold(self._stats(logits, targets, mask, num_threads, device))
 
@@ -277,8 +290,16 @@ def _exp(v: float) -> float:
         return float("inf")
 
 
-def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask: Any = None,
-               reduction: str = "token", *, num_threads: int | None = None, device: str | None = None):
+def perplexity(
+    logits: Any,
+    targets: Any,
+    ignore_index: int | None = None,
+    mask: Any = None,
+    reduction: str = "token",
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+):
     """Perplexity of ``targets`` under ``logits`` without materialising a softmax.
 
     Parameters
@@ -311,9 +332,12 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
     """
     if reduction == "token":  # the one-shot call without a metric object (the same bits: its formula)
         if ignore_index is not None:
-            ignore_index = V.check_int(ignore_index, "ignore_index")
-        lean = None if mask is not None or _gpu.use_gpu(device, logits, targets) else \
-            _lean_nll(logits, targets, ignore_index, num_threads)
+            ignore_index = _validate.check_int(ignore_index, "ignore_index")
+        lean = (
+            None
+            if mask is not None or _gpu.use_gpu(device, logits, targets)
+            else _lean_nll(logits, targets, ignore_index, num_threads)
+        )
         if lean is not None:
             nll, n, _ = lean
         else:
@@ -322,12 +346,16 @@ def perplexity(logits: Any, targets: Any, ignore_index: int | None = None, mask:
         if not n:
             return float("nan")
         return _exp(exact_sum(nll) / n)  # the kernels give 0 where not counted
-    return Perplexity(ignore_index, reduction).update(logits, targets, mask, num_threads=num_threads,
-                                                      device=device).compute()
+    return (
+        Perplexity(ignore_index, reduction)
+        .update(logits, targets, mask, num_threads=num_threads, device=device)
+        .compute()
+    )
 
 
-def perplexity_from_log_probs(log_probs: Any, targets: Any = None, ignore_index: int | None = None,
-                              mask: Any = None, reduction: str = "token") -> Any:
+def perplexity_from_log_probs(
+    log_probs: Any, targets: Any = None, ignore_index: int | None = None, mask: Any = None, reduction: str = "token"
+) -> Any:
     """Perplexity from log-probabilities (e.g. ``log_softmax`` output, or an API's token logprobs).
 
     Parameters
@@ -354,8 +382,9 @@ def perplexity_from_log_probs(log_probs: Any, targets: Any = None, ignore_index:
     return Perplexity(ignore_index, reduction, "log_probs").update(log_probs, targets, mask).compute()
 
 
-def perplexity_from_probs(probs: Any, targets: Any = None, ignore_index: int | None = None,
-                          mask: Any = None, reduction: str = "token") -> Any:
+def perplexity_from_probs(
+    probs: Any, targets: Any = None, ignore_index: int | None = None, mask: Any = None, reduction: str = "token"
+) -> Any:
     """Perplexity from probabilities.
 
     Parameters

@@ -10,13 +10,15 @@ running log-sum-exp per row (the fused NLL kernel's, carried across slices:
 Positions that are not counted (``ignore_index``, ``mask``) are never
 multiplied.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate
 from ._arrays import is_torch
 from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity, _to_float64
@@ -24,8 +26,8 @@ from .language_model import REDUCTIONS, Perplexity, _to_float64
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
 GPU_BUDGET_MAX = 896 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy,
 #                            and beside a model's last hidden states (lm_perplexity) the peak stays under 1 GiB
-_MAX_ROWS = 4096           # rows per block: keeps slices wide enough for an efficient multiply
-_FULL_ROWS = 1024          # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
+_MAX_ROWS = 4096  # rows per block: keeps slices wide enough for an efficient multiply
+_FULL_ROWS = 1024  # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
 
 
 def _check_head(hidden: Any, weight: Any, bias: Any):
@@ -38,8 +40,10 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
         arrays = {"weight": weight, "bias": bias}
         for name, x in arrays.items():
             if x is not None and (x.dtype != hidden.dtype or x.device != hidden.device):
-                raise TypeError(f"{name} must have hidden's dtype and device ({hidden.dtype}, {hidden.device}); "
-                                f"got {x.dtype} on {x.device}")
+                raise TypeError(
+                    f"{name} must have hidden's dtype and device ({hidden.dtype}, {hidden.device}); "
+                    f"got {x.dtype} on {x.device}"
+                )
         h = hidden.detach()
         w = weight.detach()
         b = None if bias is None else bias.detach()
@@ -49,16 +53,20 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
         for name, x in (("hidden", hidden), ("weight", weight), ("bias", bias)):
             if x is None:
                 continue
-            a = V.as_array(x, name)
-            V.require_float(a, name)
-            if a.code not in (V.F32, V.F64):
-                raise TypeError(f"{name}: NumPy inputs must be float32 or float64 (pass torch tensors for "
-                                f"bfloat16/float16, multiplied in their own type)")
+            a = _validate.as_array(x, name)
+            _validate.require_float(a, name)
+            if a.code not in (_validate.F32, _validate.F64):
+                raise TypeError(
+                    f"{name}: NumPy inputs must be float32 or float64 (pass torch tensors for "
+                    f"bfloat16/float16, multiplied in their own type)"
+                )
             arrays[name] = a.data
         h, w, b = arrays["hidden"], arrays["weight"], arrays.get("bias")
         if not (h.dtype == w.dtype and (b is None or b.dtype == h.dtype)):
-            raise TypeError(f"hidden, weight and bias must share a dtype; got {h.dtype}, {w.dtype}"
-                            + ("" if b is None else f", {b.dtype}"))
+            raise TypeError(
+                f"hidden, weight and bias must share a dtype; got {h.dtype}, {w.dtype}"
+                + ("" if b is None else f", {b.dtype}")
+            )
         kind = "numpy"
     if h.ndim < 2 or h.shape[-1] < 1:
         raise ValueError(f"hidden must have shape (..., d) with a hidden size d >= 1, got {tuple(h.shape)}")
@@ -86,35 +94,38 @@ def _mapped(logit_map, logits):
     """``logit_map(logits)``, checked: an elementwise map keeps the slice's shape and dtype."""
     out = logit_map(logits)
     if type(out) is not type(logits) or out.shape != logits.shape or out.dtype != logits.dtype:
-        raise TypeError(f"logit_map must return an array like its input ({type(logits).__name__} "
-                        f"{tuple(logits.shape)} {logits.dtype}); got {type(out).__name__} "
-                        f"{tuple(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}")
+        raise TypeError(
+            f"logit_map must return an array like its input ({type(logits).__name__} "
+            f"{tuple(logits.shape)} {logits.dtype}); got {type(out).__name__} "
+            f"{tuple(getattr(out, 'shape', ()))} {getattr(out, 'dtype', None)}"
+        )
     return out
 
 
 def _budget(h, kind: str, max_bytes: int | None) -> int:
     """Bytes of logits to hold at once: the caller's, else 64 MiB on the CPU, else from the GPU's free memory."""
     if max_bytes is not None:
-        return V.check_int(max_bytes, "max_bytes", minimum=1)
+        return _validate.check_int(max_bytes, "max_bytes", minimum=1)
     if kind == "torch" and h.device.type == "cuda":
         import torch
+
         free, _ = torch.cuda.mem_get_info(h.device)
         return int(min(max(free // 4, DEFAULT_BUDGET), GPU_BUDGET_MAX))
     return DEFAULT_BUDGET
 
 
-def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None,
-              max_bytes=None):
+def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None, max_bytes=None):
     """Per-token NLL as float64 on the host (0 where not counted) and the counted mask."""
     if logit_map is not None and not callable(logit_map):
-        raise TypeError(f"logit_map must be callable (an elementwise map of the logits), got "
-                        f"{type(logit_map).__name__}")
+        raise TypeError(
+            f"logit_map must be callable (an elementwise map of the logits), got {type(logit_map).__name__}"
+        )
     h, w, b, shape, kind = _check_head(hidden, weight, bias)
     vocab = int(w.shape[0])
-    t64, counted = V.as_targets(targets, shape, vocab, ignore_index=ignore_index, mask=mask)
+    t64, counted = _validate.as_targets(targets, shape, vocab, ignore_index=ignore_index, mask=mask)
     if chunk is not None:
-        chunk = V.check_int(chunk, "chunk", minimum=1)
-    threads = V.check_threads(num_threads)
+        chunk = _validate.check_int(chunk, "chunk", minimum=1)
+    threads = _validate.check_threads(num_threads)
     idx = np.flatnonzero(counted.reshape(-1))  # only counted positions are multiplied
     nll = np.zeros(t64.size)
     if idx.size == 0:
@@ -122,7 +133,7 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
     block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes))
     for r0 in range(0, idx.size, block):
-        rows = idx[r0:r0 + block]
+        rows = idx[r0 : r0 + block]
         t_rows = t64[rows]
         if kind == "numpy":
             out = _rows_numpy(h[rows], w, b, t_rows, width, threads, logit_map)
@@ -154,11 +165,16 @@ class _CpuFold:
         if is_torch(logits):
             import torch
 
-            code = {torch.float16: V.F16, torch.bfloat16: V.BF16, torch.float32: V.F32, torch.float64: V.F64}
+            code = {
+                torch.float16: _validate.F16,
+                torch.bfloat16: _validate.BF16,
+                torch.float32: _validate.F32,
+                torch.float64: _validate.F64,
+            }
             x = (logits.view(torch.int16) if logits.dtype == torch.bfloat16 else logits).numpy()
             code = code[logits.dtype]
         else:
-            x, code = logits, V.F32 if logits.dtype == np.float32 else V.F64
+            x, code = logits, _validate.F32 if logits.dtype == np.float32 else _validate.F64
         M, S, bad, tl = self.state
         _dense.fold_rows(x[:, None, :], code, M, S, bad, self.threads)
         t = self.targets
@@ -175,7 +191,7 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
     buf = np.empty(n * width, dtype=hb.dtype)
     for v0 in range(0, w.shape[0], width):
         v1 = min(v0 + width, w.shape[0])
-        logits = buf[:n * (v1 - v0)].reshape(n, v1 - v0)
+        logits = buf[: n * (v1 - v0)].reshape(n, v1 - v0)
         np.matmul(hb, w[v0:v1].T, out=logits)
         if b is not None:
             logits += b[v0:v1]
@@ -196,6 +212,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     hb = h[torch.as_tensor(rows, device=h.device)]
     if on_gpu:
         from ._gpu import HeadFold
+
         fold = HeadFold(t_rows)
     else:
         fold = _CpuFold(t_rows, threads)
@@ -210,9 +227,19 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     return _finish(*fold.result())
 
 
-def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None, ignore_index: int | None = None,
-                          mask: Any = None, *, chunk: int | None = None, max_bytes: int | None = None,
-                          num_threads: int | None = None, logit_map: Callable[[Any], Any] | None = None) -> Any:
+def token_nll_from_hidden(
+    hidden: Any,
+    weight: Any,
+    targets: Any,
+    bias: Any = None,
+    ignore_index: int | None = None,
+    mask: Any = None,
+    *,
+    chunk: int | None = None,
+    max_bytes: int | None = None,
+    num_threads: int | None = None,
+    logit_map: Callable[[Any], Any] | None = None,
+) -> Any:
     """``-log_softmax(hidden @ weight.T + bias)[target]`` per position, float64, without the logits.
 
     Equals ``F.cross_entropy(F.linear(hidden, weight, bias), targets, reduction="none")``
@@ -274,10 +301,20 @@ def token_nll_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = No
     return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes)[0]
 
 
-def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = None,
-                           ignore_index: int | None = None, mask: Any = None, reduction: str = "token", *,
-                           chunk: int | None = None, max_bytes: int | None = None, num_threads: int | None = None,
-                           logit_map: Callable[[Any], Any] | None = None) -> Any:
+def perplexity_from_hidden(
+    hidden: Any,
+    weight: Any,
+    targets: Any,
+    bias: Any = None,
+    ignore_index: int | None = None,
+    mask: Any = None,
+    reduction: str = "token",
+    *,
+    chunk: int | None = None,
+    max_bytes: int | None = None,
+    num_threads: int | None = None,
+    logit_map: Callable[[Any], Any] | None = None,
+) -> Any:
     """Perplexity of ``targets`` under the logits ``hidden @ weight.T + bias``, never materialised.
 
     Equals ``exp(F.cross_entropy(F.linear(hidden, weight, bias), targets))``
@@ -307,10 +344,11 @@ def perplexity_from_hidden(hidden: Any, weight: Any, targets: Any, bias: Any = N
     >>> tm.perplexity_from_hidden(h, w, [0, 1, 3])  # zero logits: uniform over 4
     4.0
     """
-    V.check_choice(reduction, "reduction", REDUCTIONS)
+    _validate.check_choice(reduction, "reduction", REDUCTIONS)
     shape = tuple(getattr(hidden, "shape", np.shape(hidden)))
     if len(shape) not in (2, 3):
         raise ValueError(f"hidden must have shape (N, d) or (B, T, d) for a perplexity, got {shape}")
-    nll, counted = _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map,
-                             max_bytes)
+    nll, counted = _head_nll(
+        hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes
+    )
     return Perplexity(reduction=reduction, input="nll").update(nll, mask=counted).compute()

@@ -7,16 +7,17 @@ Otherwise the model's logits are reduced to per-token NLL batch by batch by
 the fused kernel (``token_nll``; on the GPU when the logits are there), so
 memory is bounded by one batch of logits. Both give the same exact sums.
 """
+
 from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _split_model
-from . import _validate as V
+from . import _split_model, _validate
 from ._arrays import is_torch, to_host
 from ._exact import ExactSum
 from .language_model import token_nll
@@ -59,12 +60,13 @@ def windows(length: int, max_length: int, stride: int, seq: int = 0) -> Iterator
 def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids") -> list[np.ndarray]:
     """One id sequence or a list of them (ragged), as int64 host arrays (ids >= 0 or ignore_index)."""
     if isinstance(token_ids, (list, tuple)) and token_ids and not np.isscalar(token_ids[0]):
-        seqs = [V.as_int_array(to_host(s), f"{name}[{i}]") for i, s in enumerate(token_ids)]
+        seqs = [_validate.as_int_array(to_host(s), f"{name}[{i}]") for i, s in enumerate(token_ids)]
     else:
-        a = V.as_int_array(to_host(token_ids), name)
+        a = _validate.as_int_array(to_host(token_ids), name)
         if a.ndim not in (1, 2):
-            raise ValueError(f"{name} must be one sequence (T,), a batch (B, T) or a list of sequences; "
-                             f"got shape {a.shape}")
+            raise ValueError(
+                f"{name} must be one sequence (T,), a batch (B, T) or a list of sequences; got shape {a.shape}"
+            )
         seqs = [a] if a.ndim == 1 else list(a)
     if not seqs:
         raise ValueError(f"{name} holds no sequence")
@@ -81,8 +83,9 @@ def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids"
     return out
 
 
-def _caller(model: Callable, like: Any, device: Any, extract: Callable[[Any], Any] = _split_model.logits_of
-             ) -> Callable[[np.ndarray], Any]:
+def _caller(
+    model: Callable, like: Any, device: Any, extract: Callable[[Any], Any] = _split_model.logits_of
+) -> Callable[[np.ndarray], Any]:
     """A function (B, T) int64 ndarray -> the model's logits (``extract`` of its output), fed as it takes.
 
     A torch module gets a LongTensor on its parameters' device (or ``device``),
@@ -99,6 +102,7 @@ def _caller(model: Callable, like: Any, device: Any, extract: Callable[[Any], An
         def call_module(ids):
             with torch.inference_mode():
                 return extract(model(torch.from_numpy(ids).to(dev)))
+
         return call_module
     if torch is not None and (is_torch(like) or device is not None):
         dev = device or like.device
@@ -120,16 +124,29 @@ def _split(model: Any, fuse_head: bool | None, token_ids: Any, device: Any) -> _
     split = _split_model.huggingface(model, device) if "torch" in sys.modules else "torch is not imported"
     if isinstance(split, str):
         if fuse_head:
-            raise ValueError(f"fuse_head=True, but the model cannot be split before its head: {split}. "
-                             f"Pass a (body, head) pair, or fuse_head=False")
+            raise ValueError(
+                f"fuse_head=True, but the model cannot be split before its head: {split}. "
+                f"Pass a (body, head) pair, or fuse_head=False"
+            )
         return None
     return split
 
 
-def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, stride: int | None = None,
-                  batch_size: int = 8, ignore_index: int | None = None, reduction: str = "token",
-                  *, labels: Any = None, vocab_size: int | None = None, device: Any = None,
-                  fuse_head: bool | None = None, progress: bool = False) -> Any:
+def lm_perplexity(
+    model: Callable,
+    token_ids: Any,
+    max_length: int = 1024,
+    stride: int | None = None,
+    batch_size: int = 8,
+    ignore_index: int | None = None,
+    reduction: str = "token",
+    *,
+    labels: Any = None,
+    vocab_size: int | None = None,
+    device: Any = None,
+    fuse_head: bool | None = None,
+    progress: bool = False,
+) -> Any:
     """Perplexity of a causal LM on ``token_ids``, with the sliding windows of the transformers guide.
 
     The result is the exact average NLL over the scored tokens. (The guide's
@@ -204,21 +221,22 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
     >>> round(tm.lm_perplexity(uniform, np.arange(20) % 8, max_length=6, stride=3), 9)
     8.0
     """
-    V.check_choice(reduction, "reduction", LM_REDUCTIONS)
+    _validate.check_choice(reduction, "reduction", LM_REDUCTIONS)
     if fuse_head is not None and not isinstance(fuse_head, bool):
         raise TypeError(f"fuse_head must be True, False or None, got {fuse_head!r}")
     if not callable(model) and not isinstance(model, tuple):
-        raise TypeError(f"model must be callable (B, T) ids -> (B, T, V) logits, or a (body, head) pair; "
-                        f"got {type(model).__name__}")
-    max_length = V.check_int(max_length, "max_length")
+        raise TypeError(
+            f"model must be callable (B, T) ids -> (B, T, V) logits, or a (body, head) pair; got {type(model).__name__}"
+        )
+    max_length = _validate.check_int(max_length, "max_length")
     if max_length < 2:
         raise ValueError(f"max_length must be >= 2 (a token of context and one to score), got {max_length}")
-    stride = max_length if stride is None else V.check_int(stride, "stride")
+    stride = max_length if stride is None else _validate.check_int(stride, "stride")
     if not 1 <= stride <= max_length:
         raise ValueError(f"stride must be in [1, max_length={max_length}], got {stride}")
-    batch_size = V.check_int(batch_size, "batch_size", minimum=1)
+    batch_size = _validate.check_int(batch_size, "batch_size", minimum=1)
     if ignore_index is not None:
-        V.check_int(ignore_index, "ignore_index")
+        _validate.check_int(ignore_index, "ignore_index")
     seqs = _sequences(token_ids, ignore_index)
     targets_of = seqs if labels is None else _labels(labels, seqs)
     split = _split(model, fuse_head, token_ids, device)
@@ -232,7 +250,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
         logits = call(probe)
         _check_logits(logits, probe.shape)
         vocab_size = int(logits.shape[-1])
-    _check_vocab(seqs, V.check_int(vocab_size, "vocab_size"), ignore_index)
+    _check_vocab(seqs, _validate.check_int(vocab_size, "vocab_size"), ignore_index)
     if labels is not None:
         _check_vocab(targets_of, vocab_size, _IGNORE, "labels")
     if split is not None and split.source == "huggingface":
@@ -244,11 +262,14 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
             why += " (the model is in training mode, where dropout changes every forward pass: call model.eval())"
         if why is not None:
             if fuse_head:
-                raise ValueError(f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
-                                 f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
-                                 f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair")
-            warnings.warn(f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}",
-                          stacklevel=2)
+                raise ValueError(
+                    f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
+                    f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
+                    f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair"
+                )
+            warnings.warn(
+                f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}", stacklevel=2
+            )
             split = None
 
     plan = [w for i, s in enumerate(seqs) for w in windows(len(s), max_length, stride, i)]
@@ -258,7 +279,7 @@ def lm_perplexity(model: Callable, token_ids: Any, max_length: int = 1024, strid
 
     batches = range(0, len(plan), batch_size)
     for start in tqdm(batches, desc="lm_perplexity", unit="batch", disable=not progress):
-        batch = plan[start:start + batch_size]
+        batch = plan[start : start + batch_size]
         ids, targets = _batch(seqs, targets_of, batch, ignore_index)
         if split is not None:
             hidden = split.body(ids)
@@ -293,13 +314,16 @@ def _labels(labels: Any, seqs: list[np.ndarray]) -> list[np.ndarray]:
     """Per-position targets (-100: not scored), one sequence per token sequence, of the same lengths."""
     out = _sequences(labels, _IGNORE, "labels")
     if len(out) != len(seqs) or any(len(a) != len(b) for a, b in zip(out, seqs)):
-        raise ValueError(f"labels must match token_ids in shape: {[len(a) for a in out][:4]} vs "
-                         f"{[len(b) for b in seqs][:4]} (lengths of the first sequences)")
+        raise ValueError(
+            f"labels must match token_ids in shape: {[len(a) for a in out][:4]} vs "
+            f"{[len(b) for b in seqs][:4]} (lengths of the first sequences)"
+        )
     return out
 
 
-def _batch(seqs: list[np.ndarray], labels: list[np.ndarray], batch: list[Window],
-           ignore_index: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _batch(
+    seqs: list[np.ndarray], labels: list[np.ndarray], batch: list[Window], ignore_index: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Right-padded input ids (pad id 0) and next-token targets (-100 where not scored)."""
     width = max(w.end - w.begin for w in batch)
     ids = np.zeros((len(batch), width), np.int64)
@@ -307,15 +331,16 @@ def _batch(seqs: list[np.ndarray], labels: list[np.ndarray], batch: list[Window]
     for row, w in enumerate(batch):
         s = seqs[w.seq]
         n = w.end - w.begin
-        window = s[w.begin:w.end]
-        ids[row, :n] = window if ignore_index is None or ignore_index >= 0 else np.where(window == ignore_index, 0,
-                                                                                            window)
+        window = s[w.begin : w.end]
+        ids[row, :n] = (
+            window if ignore_index is None or ignore_index >= 0 else np.where(window == ignore_index, 0, window)
+        )
         # position i predicts token begin + i + 1; scored when that token is in [score_from, end)
         lo = w.score_from - w.begin - 1
-        t = labels[w.seq][w.score_from:w.end]  # the tokens themselves unless labels were given
-        targets[row, lo:lo + len(t)] = t
+        t = labels[w.seq][w.score_from : w.end]  # the tokens themselves unless labels were given
+        targets[row, lo : lo + len(t)] = t
         if ignore_index is not None:
-            seg = targets[row, lo:lo + len(t)]
+            seg = targets[row, lo : lo + len(t)]
             seg[t == ignore_index] = _IGNORE
     return ids, targets
 
@@ -324,12 +349,15 @@ def _check_vocab(seqs: list[np.ndarray], vocab_size: int, ignore_index: int | No
     for i, s in enumerate(seqs):
         live = s if ignore_index is None else s[s != ignore_index]
         if live.size and live.max() >= vocab_size:
-            raise ValueError(f"{name}[{i}] holds id {int(live.max())}, outside the vocabulary of "
-                             f"{vocab_size} (the model's logits)")
+            raise ValueError(
+                f"{name}[{i}] holds id {int(live.max())}, outside the vocabulary of {vocab_size} (the model's logits)"
+            )
 
 
 def _check_logits(logits: Any, shape: tuple, what: str = "logits of shape (B, T, V)") -> None:
     got = tuple(getattr(logits, "shape", ()))
     if len(got) != 3 or got[:2] != tuple(shape):
-        raise ValueError(f"model must return {what} = ({shape[0]}, {shape[1]}, ...) "
-                         f"for input ids of shape {tuple(shape)}; got shape {got}")
+        raise ValueError(
+            f"model must return {what} = ({shape[0]}, {shape[1]}, ...) "
+            f"for input ids of shape {tuple(shape)}; got shape {got}"
+        )

@@ -9,6 +9,7 @@ the data exactly, however it was chunked and in whatever order states were
 merged: the one-shot functions are these objects, updated once. The classes
 live beside their one-shot functions; ``_metric.Metric`` is their base.
 """
+
 from ._metric import Metric, Signature
 from .classification import MeanReciprocalRank, TopKAccuracy
 from .language_model import Perplexity

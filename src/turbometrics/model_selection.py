@@ -6,17 +6,19 @@ Each splitter yields ``(train_indices, test_indices)`` (sorted int arrays) from
 every ``split()`` call give the same folds, a ``RandomState`` advances, and
 ``None`` uses NumPy's global RNG.
 """
+
 from __future__ import annotations
 
 import copy
 import numbers
 import time
 import warnings
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate
 
 __all__ = ["KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold"]
 
@@ -77,8 +79,10 @@ class _BaseKFold:
             yield indices[~test], indices[test]
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(n_splits={self.n_splits}, random_state={self.random_state!r}, "
-                f"shuffle={self.shuffle})")
+        return (
+            f"{type(self).__name__}(n_splits={self.n_splits}, random_state={self.random_state!r}, "
+            f"shuffle={self.shuffle})"
+        )
 
 
 def _masks_from_folds(n: int, folds: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
@@ -97,11 +101,11 @@ class KFold(_BaseKFold):
     def _test_masks(self, n, y, groups):
         indices = np.arange(n)
         if self.shuffle:
-            V.check_random_state(self.random_state).shuffle(indices)
+            _validate.check_random_state(self.random_state).shuffle(indices)
         sizes = np.full(self.n_splits, n // self.n_splits, dtype=int)
         sizes[: n % self.n_splits] += 1
         stops = np.cumsum(sizes)
-        return _masks_from_folds(n, (indices[stop - size:stop] for size, stop in zip(sizes, stops)))
+        return _masks_from_folds(n, (indices[stop - size : stop] for size, stop in zip(sizes, stops)))
 
 
 class StratifiedKFold(_BaseKFold):
@@ -122,7 +126,7 @@ class StratifiedKFold(_BaseKFold):
             raise ValueError("StratifiedKFold needs class labels (binary or multiclass y), got continuous values")
         if y.dtype.kind not in "iufbUSO":
             raise ValueError(f"y must hold class labels, got dtype {y.dtype}")
-        rng = V.check_random_state(self.random_state)
+        rng = _validate.check_random_state(self.random_state)
         _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
         _, class_perm = np.unique(first, return_inverse=True)
         encoded = class_perm[inverse.reshape(-1)]
@@ -131,11 +135,16 @@ class StratifiedKFold(_BaseKFold):
         if np.all(self.n_splits > counts):
             raise ValueError(f"n_splits={self.n_splits} cannot be greater than the number of members in each class")
         if self.n_splits > counts.min():
-            warnings.warn(f"The least populated class in y has only {counts.min()} members, which is less than "
-                          f"n_splits={self.n_splits}.", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"The least populated class in y has only {counts.min()} members, which is less than "
+                f"n_splits={self.n_splits}.",
+                UserWarning,
+                stacklevel=3,
+            )
         ordered = np.sort(encoded)
-        allocation = np.asarray([np.bincount(ordered[i::self.n_splits], minlength=n_classes)
-                                 for i in range(self.n_splits)])
+        allocation = np.asarray(
+            [np.bincount(ordered[i :: self.n_splits], minlength=n_classes) for i in range(self.n_splits)]
+        )
         test_folds = np.empty(n, dtype="i")
         for k in range(n_classes):
             folds_for_class = np.arange(self.n_splits).repeat(allocation[:, k])
@@ -164,10 +173,9 @@ class GroupKFold(_BaseKFold):
         unique, group_idx = np.unique(groups, return_inverse=True)
         group_idx = group_idx.reshape(-1)
         if self.n_splits > len(unique):
-            raise ValueError(f"cannot have n_splits={self.n_splits} greater than the number of groups: "
-                             f"{len(unique)}")
+            raise ValueError(f"cannot have n_splits={self.n_splits} greater than the number of groups: {len(unique)}")
         if self.shuffle:
-            perm = V.check_random_state(self.random_state).permutation(unique)
+            perm = _validate.check_random_state(self.random_state).permutation(unique)
             return (np.isin(groups, ids) for ids in np.array_split(perm, self.n_splits))
         sizes = np.bincount(group_idx)
         order = np.argsort(sizes, kind="stable")[::-1]
@@ -199,12 +207,14 @@ class RepeatedKFold:
         return self.n_splits * self.n_repeats
 
     def split(self, X: Any, y: Any = None, groups: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        rng = V.check_random_state(self.random_state)
+        rng = _validate.check_random_state(self.random_state)
         for _ in range(self.n_repeats):
             yield from KFold(self.n_splits, shuffle=True, random_state=rng).split(X, y, groups)
 
     def __repr__(self) -> str:
-        return f"RepeatedKFold(n_repeats={self.n_repeats}, n_splits={self.n_splits}, random_state={self.random_state!r})"
+        return (
+            f"RepeatedKFold(n_repeats={self.n_repeats}, n_splits={self.n_splits}, random_state={self.random_state!r})"
+        )
 
 
 # ---------------------------------------------------------------- cross validation
@@ -263,8 +273,9 @@ def _fit_predict_of(model: Any, method: str):
     """A function (X_train, y_train, X_test) -> predictions, from an estimator or as given."""
     if not (hasattr(model, "fit") and (hasattr(model, "predict") or hasattr(model, "predict_proba"))):
         if not callable(model):
-            raise TypeError("fit_predict must be an estimator (fit + predict) or a function "
-                            "fit_predict(X_train, y_train, X_test)")
+            raise TypeError(
+                "fit_predict must be an estimator (fit + predict) or a function fit_predict(X_train, y_train, X_test)"
+            )
         return model
     if method == "auto":
         method = "predict_proba" if hasattr(model, "predict_proba") else "predict"
@@ -272,15 +283,18 @@ def _fit_predict_of(model: Any, method: str):
         raise ValueError(f"the estimator has no {method!r} method")
 
     def fit_predict(X_train, y_train, X_test):
-        fresh = (type(model)(**model.get_params(deep=False)) if hasattr(model, "get_params")
-                 else copy.deepcopy(model))  # an unfitted copy per fold, as scikit-learn's clone
+        fresh = (
+            type(model)(**model.get_params(deep=False)) if hasattr(model, "get_params") else copy.deepcopy(model)
+        )  # an unfitted copy per fold, as scikit-learn's clone
         fresh.fit(X_train, y_train)
         return getattr(fresh, method)(X_test)
+
     return fit_predict
 
 
-def cross_validate(fit_predict: Any, X: Any, y: Any, cv: Any = 5, metrics: dict | None = None,
-                   groups: Any = None, method: str = "auto") -> CVResult:
+def cross_validate(
+    fit_predict: Any, X: Any, y: Any, cv: Any = 5, metrics: dict | None = None, groups: Any = None, method: str = "auto"
+) -> CVResult:
     """Evaluate a model with cross validation.
 
     Parameters

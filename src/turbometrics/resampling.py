@@ -26,17 +26,19 @@ Modes
     ``RandomState`` / int seed you pass), one ``choice`` per resample and type
     in type order, ``np.percentile`` bounds and the *median* as ``mid``.
 """
+
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate
 from ._metric import Metric, Plan
 
 __all__ = ["bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult"]
@@ -65,8 +67,10 @@ class ConfidenceInterval:
 
     def __str__(self) -> str:
         if isinstance(self.score, tuple):
-            return " ".join(f"{k}={s:.4f} [{lo:.4f}, {hi:.4f}]" for k, s, lo, hi in
-                            zip(self.score._fields, self.score, self.low, self.high))
+            return " ".join(
+                f"{k}={s:.4f} [{lo:.4f}, {hi:.4f}]"
+                for k, s, lo, hi in zip(self.score._fields, self.score, self.low, self.high)
+            )
         return f"{self.score:.2f} (μ = {self.mean:.2f} ± {self.ci:.2f})"
 
 
@@ -119,9 +123,9 @@ def _supporting(mode: str) -> list[str]:
 
 
 def _check_resampling(n_resamples: Any, confidence: Any, mode: Any) -> tuple[int, float]:
-    n = V.check_int(n_resamples, "n_resamples", minimum=1)
-    confidence = V.check_real(confidence, "confidence", open_unit=True, exc=ValueError)
-    V.check_choice(mode, "mode", MODES)
+    n = _validate.check_int(n_resamples, "n_resamples", minimum=1)
+    confidence = _validate.check_real(confidence, "confidence", open_unit=True, exc=ValueError)
+    _validate.check_choice(mode, "mode", MODES)
     return n, confidence
 
 
@@ -150,7 +154,7 @@ def _draws(kind: str, n: int, count: int, seed: Any, num_threads: int) -> Iterat
 
     with ThreadPoolExecutor(num_threads) as pool:  # numpy's generators release the GIL
         for start in range(0, count, chunk):
-            yield np.stack(list(pool.map(draw, streams[start:start + chunk])))
+            yield np.stack(list(pool.map(draw, streams[start : start + chunk])))
 
 
 def _entropy_words(seed: Any) -> np.ndarray | None:
@@ -174,7 +178,7 @@ def _columns(rows: np.ndarray) -> np.ndarray:
     (made once a bootstrap: per chunk of resamples the copy cost more than the sums at a million items).
     Integer statistics that fit go as int32, which the kernel sums twice as fast (the sums stay int64)."""
     if rows.dtype.kind in "iub":
-        fits = rows.size == 0 or (int(rows.min()) >= -2 ** 31 and int(rows.max()) < 2 ** 31)
+        fits = rows.size == 0 or (int(rows.min()) >= -(2**31) and int(rows.max()) < 2**31)
         return np.ascontiguousarray(rows.T, np.int32 if fits else np.int64)
     return np.ascontiguousarray(rows.T, np.float64)
 
@@ -203,12 +207,23 @@ def _fsum_mean(samples: np.ndarray) -> np.ndarray:
 
 def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int) -> np.ndarray:
     cols = _columns(plan.rows)
-    return np.concatenate([plan.score(_sums(cols, counts, num_threads))
-                           for counts in _draws("counts", len(plan.rows), n_resamples, seed, num_threads)])
+    return np.concatenate(
+        [
+            plan.score(_sums(cols, counts, num_threads))
+            for counts in _draws("counts", len(plan.rows), n_resamples, seed, num_threads)
+        ]
+    )
 
 
-def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 0.95, seed: Any = 12345,
-                 mode: str = "default", *, num_threads: int | None = None) -> Any:
+def bootstrap_ci(
+    accumulator: Any,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: Any = 12345,
+    mode: str = "default",
+    *,
+    num_threads: int | None = None,
+) -> Any:
     """Bootstrap confidence interval of a metric's score, from its per-item statistics.
 
     Items (segments, pairs, rows, sequences) are resampled with replacement
@@ -253,7 +268,7 @@ def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 
     (75.03, True)
     """
     n_resamples, confidence = _check_resampling(n_resamples, confidence, mode)
-    threads = V.check_threads(num_threads)
+    threads = _validate.check_threads(num_threads)
     plan = _plan_of(accumulator, mode)
     if mode == "sacrebleu":
         if confidence != 0.95:
@@ -267,12 +282,30 @@ def bootstrap_ci(accumulator: Any, n_resamples: int = 1000, confidence: float = 
     return _intervals(plan, mean, low, high, n_resamples, confidence, seed, mode)
 
 
-def _intervals(plan: Plan, mean: np.ndarray, low: np.ndarray, high: np.ndarray, n_resamples: int,
-               confidence: float, seed: Any, mode: str) -> Any:
+def _intervals(
+    plan: Plan,
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    n_resamples: int,
+    confidence: float,
+    seed: Any,
+    mode: str,
+) -> Any:
     """Per-column estimates packed in the accumulator's result shape (``plan.wrap``)."""
-    return plan.wrap(lambda cols, cast: ConfidenceInterval(
-        cast(plan.point[cols]), cast(mean[cols]), cast(0.5 * (high[cols] - low[cols])), cast(low[cols]),
-        cast(high[cols]), n_resamples, confidence, seed, mode))
+    return plan.wrap(
+        lambda cols, cast: ConfidenceInterval(
+            cast(plan.point[cols]),
+            cast(mean[cols]),
+            cast(0.5 * (high[cols] - low[cols])),
+            cast(low[cols]),
+            cast(high[cols]),
+            n_resamples,
+            confidence,
+            seed,
+            mode,
+        )
+    )
 
 
 def _sacrebleu_scores(plan: Plan, source: np.random.SeedSequence, n_resamples: int, threads: int) -> list:
@@ -297,18 +330,27 @@ def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any, threads: int) -> Conf
     raw = sorted(_sacrebleu_scores(plan, np.random.SeedSequence(seed), n_resamples, threads))
     lo = n_resamples // 40
     low, high = raw[lo], raw[n_resamples - lo - 1]
-    return ConfidenceInterval(float(plan.point[0]), float(statistics.mean(raw)), float(0.5 * (high - low)),
-                              float(low), float(high), n_resamples, 0.95, seed, "sacrebleu")
+    return ConfidenceInterval(
+        float(plan.point[0]),
+        float(statistics.mean(raw)),
+        float(0.5 * (high - low)),
+        float(low),
+        float(high),
+        n_resamples,
+        0.95,
+        seed,
+        "sacrebleu",
+    )
 
 
 def _rouge_score_ci(plan: Plan, n_resamples: int, confidence: float, seed: Any) -> Any:
-    rs = V.check_random_state(seed, "seed")  # rouge-score draws from numpy's legacy global RNG by default
+    rs = _validate.check_random_state(seed, "seed")  # rouge-score draws from numpy's legacy global RNG by default
     n = len(plan.rows)
     delta = (1 - confidence) / 2
     q = 100 * np.array([delta, 0.5, 1 - delta])
     bounds = []
     for t in range(plan.rows.shape[1] // 3):  # types in order, each drawing from the same RNG
-        matrix = np.ascontiguousarray(plan.rows[:, 3 * t:3 * t + 3])
+        matrix = np.ascontiguousarray(plan.rows[:, 3 * t : 3 * t + 3])
         means = np.zeros((n_resamples, 3))
         for i in range(n_resamples):
             means[i, :] = np.mean(matrix[rs.choice(np.arange(n), size=n), :], axis=0)
@@ -317,8 +359,16 @@ def _rouge_score_ci(plan: Plan, n_resamples: int, confidence: float, seed: Any) 
     return _intervals(plan, mid, low, high, n_resamples, confidence, seed, "rouge_score")
 
 
-def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resamples: int | None = None,
-                seed: Any = 12345, mode: str = "default", *, num_threads: int | None = None) -> PairedTestResult:
+def paired_test(
+    baseline: Any,
+    system: Any,
+    method: str = "bootstrap",
+    n_resamples: int | None = None,
+    seed: Any = 12345,
+    mode: str = "default",
+    *,
+    num_threads: int | None = None,
+) -> PairedTestResult:
     """Is ``system`` significantly different from ``baseline`` on the same items?
 
     Parameters
@@ -358,21 +408,25 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
     >>> tm.paired_test(a, b, n_resamples=200).p_value < 0.05
     True
     """
-    V.check_choice(method, "method", ("bootstrap", "randomization"))
+    _validate.check_choice(method, "method", ("bootstrap", "randomization"))
     if n_resamples is None:
         n_resamples = 1000 if method == "bootstrap" else 10000
     n_resamples, _ = _check_resampling(n_resamples, 0.95, mode)
-    threads = V.check_threads(num_threads)
+    threads = _validate.check_threads(num_threads)
     if mode == "rouge_score":
         raise ValueError("mode='rouge_score' has no paired test (rouge-score has none); use 'default'")
     base, sys_ = _plan_of(baseline, mode), _plan_of(system, mode)
     baseline.check_compatible(system)
     if base.rows.shape != sys_.rows.shape:
-        raise ValueError(f"baseline and system hold different numbers of items "
-                         f"({len(base.rows)} vs {len(sys_.rows)}); a paired test needs the same items")
+        raise ValueError(
+            f"baseline and system hold different numbers of items "
+            f"({len(base.rows)} vs {len(sys_.rows)}); a paired test needs the same items"
+        )
     if len(base.primary) != 1:
-        raise ValueError(f"paired_test compares one score; this {type(system).__name__} gives "
-                         f"{len(base.primary)} (use a single k or a single rouge type)")
+        raise ValueError(
+            f"paired_test compares one score; this {type(system).__name__} gives "
+            f"{len(base.primary)} (use a single k or a single rouge type)"
+        )
     col = base.primary[0]
     b_score, s_score = float(base.point[col]), float(sys_.point[col])
     diff = abs(b_score - s_score)
@@ -385,8 +439,9 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         source = np.random.SeedSequence(seed or None)  # one entropy: both systems see the same resamples
         scores_b = np.array(_sacrebleu_scores(base, source, n_resamples, threads))
         scores_s = np.array(_sacrebleu_scores(sys_, source, n_resamples, threads))
-        own = scores_b if seed else np.array(_sacrebleu_scores(base, np.random.SeedSequence(seed), n_resamples,
-                                                               threads))
+        own = (
+            scores_b if seed else np.array(_sacrebleu_scores(base, np.random.SeedSequence(seed), n_resamples, threads))
+        )
         b_mean, b_ci = _numpy_ci(own)
         s_mean, s_ci = _numpy_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)
@@ -401,12 +456,14 @@ def paired_test(baseline: Any, system: Any, method: str = "bootstrap", n_resampl
         (b_mean, b_ci), (s_mean, s_ci) = _default_ci(scores_b), _default_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)
         p = _p_value(diffs - math.fsum(diffs) / len(diffs), diff)
-    return PairedTestResult(b_score, s_score, p, method, n_resamples, seed, mode,
-                            float(s_mean), float(s_ci), float(b_mean), float(b_ci))
+    return PairedTestResult(
+        b_score, s_score, p, method, n_resamples, seed, mode, float(s_mean), float(s_ci), float(b_mean), float(b_ci)
+    )
 
 
-def _randomization_scores(base: Plan, sys_: Plan, col: int, n_trials: int, seed: Any, mode: str,
-                          threads: int) -> tuple[np.ndarray, np.ndarray]:
+def _randomization_scores(
+    base: Plan, sys_: Plan, col: int, n_trials: int, seed: Any, mode: str, threads: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Scores of the two pseudo-systems of each trial (items swapped where the coin says so)."""
     if mode == "sacrebleu":
         rng = np.random.default_rng(seed or None)

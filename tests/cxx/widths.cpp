@@ -8,13 +8,15 @@
 
 #include "dense.hpp"
 
-namespace tmk { namespace w64 {
+namespace tmk {
+namespace w64 {
 #define TM_VEC_BYTES 64
 #define TM_PATH_NAME "64-byte logic, generic code"
 #include "dense_kernels.hpp"
 #undef TM_VEC_BYTES
 #undef TM_PATH_NAME
-}}  // namespace tmk::w64
+}  // namespace w64
+}  // namespace tmk
 
 static uint16_t to_half(float f, bool bf16) {  // round to nearest even; NaN/inf kept
   uint32_t u;
@@ -54,14 +56,23 @@ int main() {
     for (int rep = 0; rep < 6; ++rep) {
       std::vector<double> x((size_t)V);
       for (auto& v : x) v = normal(gen);
-      if (rep == 1) x[0] = 400.0;                                   // far above the rest
-      if (rep == 2) for (auto& v : x) v -= 200.0;                   // the clamp path
-      if (rep == 3 && V > 2) { x[V / 2] = -INFINITY; x[1] = std::round(x[1]); x[2] = x[1]; }  // -inf, ties
-      if (rep == 4) x[V - 1] = 1000.0;                              // 16-bit: e^x overflows the table sum
-      if (rep == 5) for (auto& v : x) v -= 800.0;                   // 16-bit: the table sum underflows
+      if (rep == 1) x[0] = 400.0;  // far above the rest
+      if (rep == 2)
+        for (auto& v : x) v -= 200.0;  // the clamp path
+      if (rep == 3 && V > 2) {
+        x[V / 2] = -INFINITY;
+        x[1] = std::round(x[1]);
+        x[2] = x[1];
+      }                                 // -inf, ties
+      if (rep == 4) x[V - 1] = 1000.0;  // 16-bit: e^x overflows the table sum
+      if (rep == 5)
+        for (auto& v : x) v -= 800.0;  // 16-bit: the table sum underflows
       std::vector<float> xf(x.begin(), x.end());
       std::vector<uint16_t> xh(V), xb(V);
-      for (int64_t i = 0; i < V; ++i) { xh[i] = to_half(xf[i], false); xb[i] = to_half(xf[i], true); }
+      for (int64_t i = 0; i < V; ++i) {
+        xh[i] = to_half(xf[i], false);
+        xb[i] = to_half(xf[i], true);
+      }
       const char* rows[4] = {(const char*)xh.data(), (const char*)xb.data(), (const char*)xf.data(),
                              (const char*)x.data()};
       const int64_t item[4] = {2, 2, 4, 8};
@@ -84,8 +95,8 @@ int main() {
           paths[0]->topk[code](rows[code], V, k, true, true, buf.data(), k + std::max<int64_t>(k, 64), v0.data(),
                                i0.data());
           for (size_t p = 1; p < paths.size(); ++p) {
-            paths[p]->topk[code](rows[code], V, k, true, true, buf.data(), k + std::max<int64_t>(k, 64),
-                                 v1.data(), i1.data());
+            paths[p]->topk[code](rows[code], V, k, true, true, buf.data(), k + std::max<int64_t>(k, 64), v1.data(),
+                                 i1.data());
             ++checked;
             if (i0 != i1 || v0 != v1) {
               ++bad;

@@ -5,6 +5,7 @@ tests/test_cuda.py starts it) and, unchanged, on a real GPU
 (TURBOMETRICS_GPU_TESTS=1 pytest tests/gpu). Integers and ranks must agree
 exactly, floats to 1e-6 relative; ties, NaN and padding included.
 """
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -37,7 +38,8 @@ def test_token_nll_and_perplexity(rng, row_kernel):
     np.testing.assert_allclose(got.copy_to_host(), tm.token_nll(x, t, ignore_index=-100), rtol=1e-6, atol=1e-12)
     for red in ("token", "sequence"):
         assert tm.perplexity(dev(x), t, ignore_index=-100, reduction=red) == pytest.approx(
-            tm.perplexity(x, t, ignore_index=-100, reduction=red), rel=1e-6)
+            tm.perplexity(x, t, ignore_index=-100, reduction=red), rel=1e-6
+        )
     bad = x.copy()
     bad[0, 0, 3] = np.nan
     bad[1, 0, 7] = np.inf
@@ -61,9 +63,9 @@ def test_bf16_pairs(rng, v, row_kernel):
     same NLLs either way, targets and NaN/+inf in either half of a word."""
     x = scores(rng, (6, v)).astype(BF16)
     t = np.array([0, 1, v - 1, v - 2, 7, 150])
-    x[4, 9] = np.nan               # odd index: a word's high half
-    x[5, 10] = np.inf              # even index: a low half
-    x[3, 299] = 30.0               # the maximum in the last word (or the odd tail)
+    x[4, 9] = np.nan  # odd index: a word's high half
+    x[5, 10] = np.inf  # even index: a low half
+    x[3, 299] = 30.0  # the maximum in the last word (or the odd tail)
     got = tm.token_nll(x, t, device="cuda")
     expect = tm.token_nll(x, t)
     # row 3's target is its maximum: the NLL is ~1.8e-9. The GPU adds log(sum) to (max - x[t]) = 0; the
@@ -73,8 +75,9 @@ def test_bf16_pairs(rng, v, row_kernel):
     assert tm.perplexity(x[:4], t[:4], device="cuda") == pytest.approx(tm.perplexity(x[:4], t[:4]), rel=1e-6)
 
 
-@pytest.mark.parametrize("ties, v", [("sklearn", 33), ("optimistic", 33), ("pessimistic", 33),
-                                     ("pessimistic", 300)])  # 300: the loop's four-element tiles (ties on both sides)
+@pytest.mark.parametrize(
+    "ties, v", [("sklearn", 33), ("optimistic", 33), ("pessimistic", 33), ("pessimistic", 300)]
+)  # 300: the loop's four-element tiles (ties on both sides)
 def test_ranks_exact(rng, ties, v, row_kernel):
     x = scores(rng, (6, v), ties=True)
     x[2, [0, 7, 30]] = np.nan
@@ -83,13 +86,16 @@ def test_ranks_exact(rng, ties, v, row_kernel):
     x[3, [2, 7, 9, 31, v - 1]] = np.nan  # a NaN target, tied with NaNs before and after it
     t[5] = -1
     safe = np.where(t < 0, 0, t)  # target_rank counts every row
-    np.testing.assert_array_equal(tm.target_rank(dev(x), safe, ties=ties).copy_to_host(),
-                                  tm.target_rank(x, safe, ties=ties))
+    np.testing.assert_array_equal(
+        tm.target_rank(dev(x), safe, ties=ties).copy_to_host(), tm.target_rank(x, safe, ties=ties)
+    )
     for k in (1, 3):
         assert tm.topk_accuracy(dev(x), t, k=k, ties=ties, ignore_index=-1) == tm.topk_accuracy(
-            x, t, k=k, ties=ties, ignore_index=-1)
+            x, t, k=k, ties=ties, ignore_index=-1
+        )
     assert tm.mean_reciprocal_rank(dev(x), t, ties=ties, ignore_index=-1) == tm.mean_reciprocal_rank(
-        x, t, ties=ties, ignore_index=-1)
+        x, t, ties=ties, ignore_index=-1
+    )
 
 
 def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
@@ -97,8 +103,8 @@ def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
     the CPU path's error; ignored or masked ones are not checked; int32 targets and bool masks work."""
     x = scores(rng, (2, 3, 20))
     t = rng.integers(0, 20, (2, 3))
-    t[0, 1] = -100                      # ignored
-    t[1, 2] = 99                        # out of range, masked out below
+    t[0, 1] = -100  # ignored
+    t[1, 2] = 99  # out of range, masked out below
     m = np.ones((2, 3), bool)
     m[1, 2] = False
     m[0, 0] = False
@@ -106,10 +112,12 @@ def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
         got = tm.token_nll(dev(x), dev(tt), ignore_index=-100, mask=dev(m)).copy_to_host()
         np.testing.assert_allclose(got, tm.token_nll(x, tt, ignore_index=-100, mask=m), rtol=1e-6, atol=1e-12)
         assert tm.perplexity(dev(x), dev(tt), ignore_index=-100, mask=dev(m)) == pytest.approx(
-            tm.perplexity(x, tt, ignore_index=-100, mask=m), rel=1e-6)
+            tm.perplexity(x, tt, ignore_index=-100, mask=m), rel=1e-6
+        )
     flat_x, flat_t, flat_m = x.reshape(6, 20), t.reshape(6), m.reshape(6)
-    assert tm.topk_accuracy(dev(flat_x), dev(np.where(flat_m, flat_t, -100)), k=3, ignore_index=-100) == \
-        tm.topk_accuracy(flat_x, np.where(flat_m, flat_t, -100), k=3, ignore_index=-100)
+    assert tm.topk_accuracy(
+        dev(flat_x), dev(np.where(flat_m, flat_t, -100)), k=3, ignore_index=-100
+    ) == tm.topk_accuracy(flat_x, np.where(flat_m, flat_t, -100), k=3, ignore_index=-100)
     for bad in (99, 20, -1):
         tb = t.copy()
         tb[0, 2] = bad
@@ -126,10 +134,12 @@ def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
     with pytest.raises(ValueError, match="mask has shape"):
         tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.reshape(3, 2)))
     assert tm.perplexity(dev(x), dev(np.abs(t) % 20), ignore_index=2**70) == pytest.approx(  # beyond int64
-        tm.perplexity(x, np.abs(t) % 20, ignore_index=2**70), rel=1e-6)
+        tm.perplexity(x, np.abs(t) % 20, ignore_index=2**70), rel=1e-6
+    )
     # an integer 0/1 mask on the device takes the host's check (values must be 0 or 1)
     assert tm.perplexity(dev(x), dev(t), ignore_index=-100, mask=dev(m.astype(np.uint8))) == pytest.approx(
-        tm.perplexity(x, t, ignore_index=-100, mask=m), rel=1e-6)
+        tm.perplexity(x, t, ignore_index=-100, mask=m), rel=1e-6
+    )
 
 
 def test_rank_half_precision(rng):
@@ -172,10 +182,10 @@ def test_topk_one_pass_and_its_fallback(rng, k):
 
     n = 9 * TPB + 7
     x = scores(rng, (5, n))
-    x[1, ::TPB] += 100.0                      # one thread holds the ten best
-    x[2] = np.round(x[2])                     # many ties, also at the cut
+    x[1, ::TPB] += 100.0  # one thread holds the ten best
+    x[2] = np.round(x[2])  # many ties, also at the cut
     x[3, [5, TPB + 5, 2 * TPB + 5]] = np.nan  # NaN ranks first
-    x[4] = np.sort(x[4])[::-1]                # descending: the best are spread over the threads in order
+    x[4] = np.sort(x[4])[::-1]  # descending: the best are spread over the threads in order
     for largest in (True, False):
         v, i = tm.topk(dev(x), k, largest=largest)
         ev, ei = tm.topk(x, k, largest=largest)
@@ -224,8 +234,8 @@ def test_topk_heavy_ties_take_the_radix_path(rng):
 def test_token_nll_long_rows(rng, row_kernel):
     """Rows long enough for the four-at-a-time step, with -inf runs, a late maximum, NaN and +inf."""
     x = scores(rng, (5, 300))
-    x[1, :200] = -np.inf       # a thread's first steps see only -inf
-    x[2, 290] = 40.0           # the maximum arrives late: rescaling
+    x[1, :200] = -np.inf  # a thread's first steps see only -inf
+    x[2, 290] = 40.0  # the maximum arrives late: rescaling
     x[3, 250] = np.inf
     x[4, 10] = np.nan
     t = rng.integers(200, 300, 5)
@@ -235,8 +245,9 @@ def test_token_nll_long_rows(rng, row_kernel):
     assert np.isnan(got[3]) and np.isnan(got[4]) and np.isnan(expect[3]) and np.isnan(expect[4])
 
 
-@pytest.mark.parametrize("dtype,layouts", [("float32", (0, 10**9)), ("bfloat16", (10**9,)), ("float16", (10**9,)),
-                                           ("float64", (10**9,))])
+@pytest.mark.parametrize(
+    "dtype,layouts", [("float32", (0, 10**9)), ("bfloat16", (10**9,)), ("float16", (10**9,)), ("float64", (10**9,))]
+)
 def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
     """The LM head's slices folded by fold_rows on the device (CUDA tensors on a GPU; CPU tensors copied
     to the simulator's device) against the CPU kernel's fold of the same slices. Layouts: a block per row,
@@ -250,10 +261,10 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
     h = torch.from_numpy(rng.standard_normal((6, 16))).to(dt)
     w = torch.from_numpy(rng.standard_normal((150, 16)) * 0.7).to(dt)
     b = torch.from_numpy(rng.standard_normal(150)).to(dt)
-    w[5] = w[6]                                   # tied logits
-    h[4, 3] = float("nan")                        # a NaN row
+    w[5] = w[6]  # tied logits
+    h[4, 3] = float("nan")  # a NaN row
     t = rng.integers(0, 150, 6)
-    rows = np.flatnonzero(np.arange(6) != 3)       # only counted rows are multiplied
+    rows = np.flatnonzero(np.arange(6) != 3)  # only counted rows are multiplied
     cpu = lm_head._rows_torch(h, w, b, rows, t[rows], 64, 1)  # three slices, the last one ragged
     for warp_row_max in layouts:
         monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", warp_row_max)
@@ -263,8 +274,8 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
     if torch.cuda.is_available():  # the public function on CUDA tensors
         tt = np.where(np.isin(np.arange(6), (3, 4)), -100, t)  # and the NaN row ignored: a number to compare
         assert tm.perplexity_from_hidden(on(h[1:]), on(w), tt[1:], on(b), ignore_index=-100) == pytest.approx(
-            tm.perplexity_from_hidden(h[1:], w, tt[1:], b, ignore_index=-100), rel=1e-6)
-
+            tm.perplexity_from_hidden(h[1:], w, tt[1:], b, ignore_index=-100), rel=1e-6
+        )
 
 
 def _token_batch(rng, b=5, vocab=6, width=14):
@@ -296,8 +307,10 @@ def test_token_id_bleu_equals_the_cpu(rng, ngram_tokens):
         got = tm.segment_bleu(dev(hyp), dev(ref), pad_id=-1, **opts)
         assert got.copy_to_host().tolist() == tm.segment_bleu(hyp, ref, pad_id=-1, **opts).tolist()
         acc = tm.metrics.BLEU(**{k: v for k, v in opts.items() if k != "effective_order"})
-        assert acc.update(hyp, ref, pad_id=-1, device="cuda").compute().score == \
-            tm.corpus_bleu(hyp, ref, pad_id=-1, **opts).score
+        assert (
+            acc.update(hyp, ref, pad_id=-1, device="cuda").compute().score
+            == tm.corpus_bleu(hyp, ref, pad_id=-1, **opts).score
+        )
 
 
 @pytest.mark.parametrize("blocks", ["a block a segment", "enough blocks"])

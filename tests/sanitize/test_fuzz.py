@@ -7,11 +7,13 @@ what matters is that every path of the C++ code sees junk, extremes, empty and h
 TURBOMETRICS_FUZZ_EXAMPLES sets the examples per test; the count that ran is written to
 TURBOMETRICS_FUZZ_COUNT for the driver's summary.
 """
+
 import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import turbometrics as tm
 from turbometrics._ext import _dense
@@ -21,8 +23,7 @@ if os.environ.get("TURBOMETRICS_SANITIZED_TREE"):  # the driver's build, not the
 
 EXAMPLES = int(os.environ.get("TURBOMETRICS_FUZZ_EXAMPLES", "100"))
 COUNT = {"n": 0}
-fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-                suppress_health_check=list(HealthCheck))
+fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,13 +41,34 @@ def _ran():
 
 # Texts from the characters the tokenizers treat specially: ASCII punctuation and digits, whitespace of
 # every kind, Latin-1, CJK, kana, symbols, astral code points, surrogate-free junk, newlines (sentences).
-ALPHABET = st.sampled_from(list("ab cd.,-'\"&;<>!?0123456789\n\t\u00a0\u2028\u3000") +
-                           ["&quot;", "&amp;", "<skipped>", "-\n", "’s", "\u00e9", "\u4e2d", "\u6587", "\u3042",
-                            "\u30a2", "\u20ac", "\U0001f600", "\U00020001", "\uff01", "\u3002", "\ufffd"])
+ALPHABET = st.sampled_from(
+    list("ab cd.,-'\"&;<>!?0123456789\n\t\u00a0\u2028\u3000")
+    + [
+        "&quot;",
+        "&amp;",
+        "<skipped>",
+        "-\n",
+        "’s",
+        "\u00e9",
+        "\u4e2d",
+        "\u6587",
+        "\u3042",
+        "\u30a2",
+        "\u20ac",
+        "\U0001f600",
+        "\U00020001",
+        "\uff01",
+        "\u3002",
+        "\ufffd",
+    ]
+)
 TEXT = st.lists(ALPHABET | st.characters(blacklist_categories=("Cs",)), max_size=60).map("".join)
-CORPUS = st.integers(1, 6).flatmap(lambda n: st.tuples(
-    st.lists(TEXT, min_size=n, max_size=n),
-    st.lists(st.lists(TEXT | st.none(), min_size=n, max_size=n), min_size=1, max_size=3)))
+CORPUS = st.integers(1, 6).flatmap(
+    lambda n: st.tuples(
+        st.lists(TEXT, min_size=n, max_size=n),
+        st.lists(st.lists(TEXT | st.none(), min_size=n, max_size=n), min_size=1, max_size=3),
+    )
+)
 
 
 def _with_a_reference(hyps, refs):
@@ -56,8 +78,13 @@ def _with_a_reference(hyps, refs):
 
 
 @fuzz
-@given(CORPUS, st.sampled_from(["13a", "intl", "zh", "char", "none"]), st.booleans(), st.integers(1, 6),
-       st.sampled_from(["exp", "floor", "add-k", "none"]))
+@given(
+    CORPUS,
+    st.sampled_from(["13a", "intl", "zh", "char", "none"]),
+    st.booleans(),
+    st.integers(1, 6),
+    st.sampled_from(["exp", "floor", "add-k", "none"]),
+)
 def test_bleu(corpus, tok, lower, order, smooth):
     _ran()
     hyps, refs = _with_a_reference(*corpus)
@@ -65,8 +92,10 @@ def test_bleu(corpus, tok, lower, order, smooth):
     seg = tm.segment_bleu(hyps, refs, tokenize=tok, lowercase=lower, max_ngram_order=order)
     assert 0 <= s.score <= 100 + 1e-9 and seg.shape == (len(hyps),)  # exp(mean of logs) can round past 100
     prepared = tm.prepare_references(refs, tokenize=tok, lowercase=lower)
-    assert tm.corpus_bleu(hyps, prepared, tokenize=tok, lowercase=lower, max_ngram_order=order,
-                          smooth_method=smooth).score == s.score
+    assert (
+        tm.corpus_bleu(hyps, prepared, tokenize=tok, lowercase=lower, max_ngram_order=order, smooth_method=smooth).score
+        == s.score
+    )
     for h in hyps[:2]:
         tm.tokenize(h, tok)
 
@@ -78,8 +107,9 @@ def test_chrf(corpus, nc, nw, whitespace, eps, lower):
     hyps, refs = _with_a_reference(*corpus)
     if nc + nw == 0:
         nc = 1
-    s = tm.corpus_chrf(hyps, refs, char_order=nc, word_order=nw, whitespace=whitespace, eps_smoothing=eps,
-                       lowercase=lower)
+    s = tm.corpus_chrf(
+        hyps, refs, char_order=nc, word_order=nw, whitespace=whitespace, eps_smoothing=eps, lowercase=lower
+    )
     assert 0 <= s.score <= 100 + 1e-9
 
 
@@ -88,8 +118,7 @@ def test_chrf(corpus, nc, nw, whitespace, eps, lower):
 def test_ter(corpus, normalized, no_punct, asian, case):
     _ran()
     hyps, refs = _with_a_reference(*corpus)
-    s = tm.corpus_ter(hyps, refs, normalized=normalized, no_punct=no_punct, asian_support=asian,
-                      case_sensitive=case)
+    s = tm.corpus_ter(hyps, refs, normalized=normalized, no_punct=no_punct, asian_support=asian, case_sensitive=case)
     assert s.score >= 0
 
 
@@ -97,10 +126,17 @@ ROUGE_TYPES = ["rouge1", "rouge2", "rouge4", "rougeL", "rougeLsum"]
 
 
 @fuzz
-@given(st.integers(1, 5).flatmap(lambda n: st.tuples(st.lists(TEXT, min_size=n, max_size=n),
-                                                     st.lists(st.lists(TEXT, min_size=1, max_size=3),
-                                                              min_size=n, max_size=n))),
-       st.lists(st.sampled_from(ROUGE_TYPES), min_size=1, max_size=5, unique=True), st.booleans(), st.booleans())
+@given(
+    st.integers(1, 5).flatmap(
+        lambda n: st.tuples(
+            st.lists(TEXT, min_size=n, max_size=n),
+            st.lists(st.lists(TEXT, min_size=1, max_size=3), min_size=n, max_size=n),
+        )
+    ),
+    st.lists(st.sampled_from(ROUGE_TYPES), min_size=1, max_size=5, unique=True),
+    st.booleans(),
+    st.booleans(),
+)
 def test_rouge(pairs, types, stem, split):
     _ran()
     preds, refs = pairs
@@ -110,8 +146,13 @@ def test_rouge(pairs, types, stem, split):
 
 
 @fuzz
-@given(st.lists(st.tuples(st.lists(st.integers(-2**40, 2**40), max_size=200),
-                          st.lists(st.integers(-5, 5), max_size=200)), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(-(2**40), 2**40), max_size=200), st.lists(st.integers(-5, 5), max_size=200)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_lcs(pairs):
     _ran()
     a = [np.array(x, np.int64) for x, _ in pairs]
@@ -139,6 +180,7 @@ def logits(draw):
         x = np.concatenate([x, x], axis=2)[:, :, :v]
     if dtype == "bfloat16":
         import ml_dtypes
+
         x = x.astype(ml_dtypes.bfloat16)
     else:
         with np.errstate(over="ignore"):
@@ -170,8 +212,7 @@ def test_dense(path, data, k):
             tm.topk_accuracy(rows, flat_t, k=k)
             tm.target_rank(rows, flat_t)
             tm.mean_reciprocal_rank(rows, flat_t, ties=("sklearn", "optimistic", "pessimistic")[k % 3])
-            tm.perplexity_from_hidden(rows[:, :8].astype(np.float64), np.ones((5, min(v, 8))),
-                                      flat_t % 5, chunk=64)
+            tm.perplexity_from_hidden(rows[:, :8].astype(np.float64), np.ones((5, min(v, 8))), flat_t % 5, chunk=64)
     finally:
         _dense.set_path(None)
 
@@ -181,6 +222,7 @@ def test_dense(path, data, k):
 def test_exact_sums(values):
     _ran()
     from turbometrics._exact import ExactSum
+
     v = np.array(values, np.float64)
     s = ExactSum().add(v)._bins()  # the compiled bins, not only the small-sum fsum
     s.merge(ExactSum().add(v[::-1])).value()
@@ -188,10 +230,17 @@ def test_exact_sums(values):
 
 # ---------------------------------------------------------------- resampling kernels
 
+
 @pytest.mark.parametrize("path", _dense.SUPPORTED)
 @fuzz
-@given(st.integers(0, 2**32 - 1), st.integers(0, 40), st.integers(0, 1100), st.integers(1, 12),
-       st.sampled_from(["int32", "int64", "float64"]), st.sampled_from([1, 3, 2 ** 20, 2 ** 31 - 1]))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 40),
+    st.integers(0, 1100),
+    st.integers(1, 12),
+    st.sampled_from(["int32", "int64", "float64"]),
+    st.sampled_from([1, 3, 2**20, 2**31 - 1]),
+)
 def test_resample_sums(path, seed, r, n, k, dtype, most):
     """Every shape (runs and blocks cut anywhere, a tile of any width), counts large enough for the
     64-bit lanes, values at the extremes of their type."""
@@ -215,9 +264,16 @@ def test_resample_sums(path, seed, r, n, k, dtype, most):
 
 @pytest.mark.parametrize("path", _dense.SUPPORTED)
 @fuzz
-@given(st.integers(0, 2**32 - 1), st.integers(0, 624), st.sampled_from([1, 2, 3, 1000, 2 ** 31 + 1, 2 ** 32,
-                                                                       2 ** 32 + 1, 2 ** 63 - 1]),
-       st.integers(0, 2000), st.integers(1, 300), st.integers(0, 10), st.integers(0, 30), st.integers(1, 40))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 624),
+    st.sampled_from([1, 2, 3, 1000, 2**31 + 1, 2**32, 2**32 + 1, 2**63 - 1]),
+    st.integers(0, 2000),
+    st.integers(1, 300),
+    st.integers(0, 10),
+    st.integers(0, 30),
+    st.integers(1, 40),
+)
 def test_legacy_rng(path, seed, pos, n, total, rows, m, samples, per):
     """The MT19937 stream from any position, every bounded-integer branch, the means of any shape (indices
     out of range refused), batches of any size."""

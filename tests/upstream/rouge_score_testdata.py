@@ -5,6 +5,7 @@ plugin writes stand-ins from the shared English summaries and points ``rouge_sco
 the tests that compare with ROUGE-1.5.5's output on the original files are deselected
 (``deselected.txt`` says which and why).
 """
+
 import os
 import tempfile
 from pathlib import Path
@@ -17,9 +18,13 @@ def pytest_configure(config):
     preds = (src / "predictions.txt").read_text(encoding="utf-8").splitlines()
     refs = (src / "references.txt").read_text(encoding="utf-8").splitlines()
     d = Path(tempfile.mkdtemp(prefix="rouge_score_testdata_"))
-    files = {"TARGETS_FILE": "\n".join(refs[:2]) + "\n", "PREDICTIONS_FILE": "\n".join(preds[:2]) + "\n",
-             "LARGE_TARGETS_FILE": "\n".join(refs) + "\n", "LARGE_PREDICTIONS_FILE": "\n".join(preds) + "\n",
-             "DELIMITED_FILE": ":".join(refs[:4])}
+    files = {
+        "TARGETS_FILE": "\n".join(refs[:2]) + "\n",
+        "PREDICTIONS_FILE": "\n".join(preds[:2]) + "\n",
+        "LARGE_TARGETS_FILE": "\n".join(refs) + "\n",
+        "LARGE_PREDICTIONS_FILE": "\n".join(preds) + "\n",
+        "DELIMITED_FILE": ":".join(refs[:4]),
+    }
     for name, text in files.items():
         path = d / (name.lower() + ".txt")
         path.write_text(text, encoding="utf-8")

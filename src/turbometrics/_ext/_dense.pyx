@@ -17,7 +17,7 @@ from libc.math cimport fabs, isfinite, ldexp
 from libcpp.vector cimport vector
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-cdef extern from "pyglue.hpp" namespace "tmp":
+cdef extern from "pyglue.hpp" namespace "tmthreads":
     void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
     void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
 
@@ -64,7 +64,7 @@ cdef extern from "resample.hpp" namespace "tmk":
                                                                    int64_t n, int64_t m, int64_t S, int64_t per,
                                                                    double* out, int nthreads) except +raise_py nogil
 
-cdef extern from "parallel.hpp" namespace "tmp":
+cdef extern from "parallel.hpp" namespace "tmthreads":
     const char* BACKEND
     int max_threads()
 

@@ -21,7 +21,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
 
-cdef extern from "pyglue.hpp" namespace "tmp":
+cdef extern from "pyglue.hpp" namespace "tmthreads":
     void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
     void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
 

@@ -32,8 +32,20 @@
 
 namespace tmk {
 
-enum Code : int { F16 = 0, BF16 = 1, F32 = 2, F64 = 3, I8 = 4, I16 = 5, I32 = 6, I64 = 7,
-                  U8 = 8, U16 = 9, U32 = 10, U64 = 11 };
+enum Code : int {
+  F16 = 0,
+  BF16 = 1,
+  F32 = 2,
+  F64 = 3,
+  I8 = 4,
+  I16 = 5,
+  I32 = 6,
+  I64 = 7,
+  U8 = 8,
+  U16 = 9,
+  U32 = 10,
+  U64 = 11
+};
 
 struct Rows {
   const char* base;
@@ -54,23 +66,43 @@ struct Kernels {
   RankFn rank[12];  // by dtype code
 };
 
-static TM_INLINE float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-static TM_INLINE uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static TM_INLINE float bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static TM_INLINE uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 // IEEE half -> float, exact for every input (normals, subnormals, inf, NaN),
 // branch-free so that it vectorizes.
 static TM_INLINE float f16_to_f32(uint16_t h) {
   uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
   uint32_t u = f32_bits(bits_f32(em) * 5.192296858534828e+33f);  // * 2^112 rebiases
-  u |= (em >= (0x7c00u << 13)) ? 0x7f800000u : 0u;                // inf / NaN
+  u |= (em >= (0x7c00u << 13)) ? 0x7f800000u : 0u;               // inf / NaN
   return bits_f32(u | ((uint32_t)(h & 0x8000u) << 16));
 }
 static TM_INLINE float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
 // Loaders: the element type in memory and the type it is compared/summed in.
-struct LoadF16 { using S = uint16_t; using K = float; static TM_INLINE K get(S s) { return f16_to_f32(s); } };
-struct LoadBF16 { using S = uint16_t; using K = float; static TM_INLINE K get(S s) { return bf16_to_f32(s); } };
-template <class T> struct LoadId { using S = T; using K = T; static TM_INLINE K get(S s) { return s; } };
+struct LoadF16 {
+  using S = uint16_t;
+  using K = float;
+  static TM_INLINE K get(S s) { return f16_to_f32(s); }
+};
+struct LoadBF16 {
+  using S = uint16_t;
+  using K = float;
+  static TM_INLINE K get(S s) { return bf16_to_f32(s); }
+};
+template <class T> struct LoadId {
+  using S = T;
+  using K = T;
+  static TM_INLINE K get(S s) { return s; }
+};
 
 // e^x of every 16-bit value x (65536 doubles, built on first use, shared by all
 // paths): 16-bit logits need no exp at all, only a lookup and a double add.
@@ -112,8 +144,12 @@ __attribute__((noinline)) static double table_sum(const uint16_t* x, int64_t V, 
 
 // Top-k candidates and their strict weak order "a ranks before b": value (NaN
 // beyond every number, as torch.topk), then the lower index.
-template <class K> struct Cand { K v; int64_t i; };
-static_assert(sizeof(Cand<double>) == 16 && sizeof(Cand<int8_t>) == 16, "topk_rows sizes buffers for 16-byte candidates");
+template <class K> struct Cand {
+  K v;
+  int64_t i;
+};
+static_assert(sizeof(Cand<double>) == 16 && sizeof(Cand<int8_t>) == 16,
+              "topk_rows sizes buffers for 16-byte candidates");
 // a strictly before b by value alone: NaN first when largest, last otherwise.
 template <class K, bool LARGEST> static TM_INLINE bool better(K a, K b) {
   if constexpr (std::is_floating_point_v<K>) {
@@ -136,26 +172,31 @@ template <class K, bool LARGEST> struct Before {
 #if defined(__x86_64__) || defined(_M_X64)
 #define TM_X86 1
 TM_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2")
-namespace tmk { namespace avx512 {
+namespace tmk {
+namespace avx512 {
 #define TM_VEC_BYTES 64
 #define TM_PATH_NAME "avx512"
 #include "dense_kernels.hpp"
 #undef TM_VEC_BYTES
 #undef TM_PATH_NAME
-}}  // namespace tmk::avx512
+}  // namespace avx512
+}  // namespace tmk
 TM_TARGET_END
 TM_TARGET_BEGIN("avx2")
-namespace tmk { namespace avx2 {
+namespace tmk {
+namespace avx2 {
 #define TM_VEC_BYTES 32
 #define TM_PATH_NAME "avx2"
 #include "dense_kernels.hpp"
 #undef TM_VEC_BYTES
 #undef TM_PATH_NAME
-}}  // namespace tmk::avx2
+}  // namespace avx2
+}  // namespace tmk
 TM_TARGET_END
 #endif
 
-namespace tmk { namespace base {
+namespace tmk {
+namespace base {
 #define TM_VEC_BYTES 16
 #if defined(__aarch64__)
 #define TM_PATH_NAME "neon"  // NEON is part of the aarch64 baseline
@@ -165,7 +206,8 @@ namespace tmk { namespace base {
 #include "dense_kernels.hpp"
 #undef TM_VEC_BYTES
 #undef TM_PATH_NAME
-}}  // namespace tmk::base
+}  // namespace base
+}  // namespace tmk
 
 namespace tmk {
 
@@ -200,18 +242,20 @@ static inline int64_t row_chunk(int64_t V) { return std::max<int64_t>(1, std::mi
 // out[r] = logsumexp(row r) - row r[targets[r]]; rows with a negative target are skipped (0).
 static inline void nll_rows(const Rows x, int code, const int64_t* targets, double* out, int nthreads) {
   const NllFn fn = active.load()->nll[code];
-  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
-    out[r] = targets[r] < 0 ? 0.0 : fn(x.row(r), x.V, targets[r]);
-  });
+  tmthreads::parallel_for(
+      x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; },
+      [&](int, int64_t r) { out[r] = targets[r] < 0 ? 0.0 : fn(x.row(r), x.V, targets[r]); });
 }
 
 // Fold each row r of x into its running log-sum-exp state (M[r], S[r]); bad[r] = 1 once a row held
 // +inf or NaN (its state is then left alone).
 static inline void fold_rows(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) {
   const FoldFn fn = active.load()->fold[code];
-  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
-    if (!bad[r] && !fn(x.row(r), x.V, M[r], S[r])) bad[r] = 1;
-  });
+  tmthreads::parallel_for(
+      x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; },
+      [&](int, int64_t r) {
+        if (!bad[r] && !fn(x.row(r), x.V, M[r], S[r])) bad[r] = 1;
+      });
 }
 
 // values: k elements of `itemsize` bytes per row; indices: k int64 per row.
@@ -220,7 +264,7 @@ static inline void topk_rows(const Rows x, int code, int64_t itemsize, int64_t k
   const TopkFn fn = active.load()->topk[code];
   const int64_t cap = k + std::max<int64_t>(k, 64);  // candidate buffer: k + slack
   // A candidate is (value as K <= 8 bytes, int64 index): 16 bytes covers every K.
-  tmp::parallel_for(
+  tmthreads::parallel_for(
       x.B * x.T, row_chunk(x.V), nthreads, [&] { return std::vector<unsigned char>((size_t)cap * 16); },
       [&](std::vector<unsigned char>& buf, int64_t r) {
         fn(x.row(r), x.V, k, largest, sorted, buf.data(), cap, out_v + r * k * itemsize, out_i + r * k);
@@ -233,11 +277,14 @@ static inline void topk_rows(const Rows x, int code, int64_t itemsize, int64_t k
 static inline void rank_rows(const Rows x, int code, const int64_t* targets, bool before_ge, bool after_ge,
                              int64_t* out, int nthreads) {
   const RankFn fn = active.load()->rank[code];
-  tmp::parallel_for(x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; }, [&](int, int64_t r) {
-    const int64_t t = targets[r];
-    if (t >= x.V) throw std::invalid_argument("target out of range");
-    out[r] = t < 0 ? -1 : fn(x.row(r), x.V, t, before_ge, after_ge);
-  }, "row");
+  tmthreads::parallel_for(
+      x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; },
+      [&](int, int64_t r) {
+        const int64_t t = targets[r];
+        if (t >= x.V) throw std::invalid_argument("target out of range");
+        out[r] = t < 0 ? -1 : fn(x.row(r), x.V, t, before_ge, after_ge);
+      },
+      "row");
 }
 
 }  // namespace tmk

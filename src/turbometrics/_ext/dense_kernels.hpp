@@ -38,16 +38,16 @@ template <class K> struct Pack {
   V v[U];
 };
 
-#define TM_PACK_OP(OP)                                                                  \
+#define TM_PACK_OP(OP)                                                                          \
   template <class K> static TM_INLINE Pack<K> operator OP(const Pack<K>& a, const Pack<K>& b) { \
-    Pack<K> r;                                                                          \
-    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b.v[q];                              \
-    return r;                                                                           \
-  }                                                                                     \
-  template <class K> static TM_INLINE Pack<K> operator OP(const Pack<K>& a, K b) {      \
-    Pack<K> r;                                                                          \
-    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b;                                   \
-    return r;                                                                           \
+    Pack<K> r;                                                                                  \
+    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b.v[q];                                      \
+    return r;                                                                                   \
+  }                                                                                             \
+  template <class K> static TM_INLINE Pack<K> operator OP(const Pack<K>& a, K b) {              \
+    Pack<K> r;                                                                                  \
+    for (int q = 0; q < U; ++q) r.v[q] = a.v[q] OP b;                                           \
+    return r;                                                                                   \
   }
 TM_PACK_OP(+)
 TM_PACK_OP(-)
@@ -151,9 +151,9 @@ constexpr int BLOCK = 2048;
 template <class K> struct Ones {
 #define TM_ONE8 K(1), K(1), K(1), K(1), K(1), K(1), K(1), K(1)
 #define TM_ZERO8 K(0), K(0), K(0), K(0), K(0), K(0), K(0), K(0)
-  alignas(64) static constexpr K at[128] = {TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8, TM_ONE8,
-                                            TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8,
-                                            TM_ZERO8};
+  alignas(64) static constexpr K at[128] = {TM_ONE8,  TM_ONE8,  TM_ONE8,  TM_ONE8,  TM_ONE8,  TM_ONE8,
+                                            TM_ONE8,  TM_ONE8,  TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8,
+                                            TM_ZERO8, TM_ZERO8, TM_ZERO8, TM_ZERO8};
 #undef TM_ONE8
 #undef TM_ZERO8
 };
@@ -161,7 +161,9 @@ template <class K> struct Ones {
 // A pack's lanes as 8-lane vectors (8 floats or doubles: the same on every path; GCC splits them into this
 // path's registers). Kept in registers: a loop over lanes indexed l % 8 went through the stack, and these
 // reductions were ~250 cycles a row (a quarter of a 1,000-wide row's time, Intel Xeon).
-template <class K> struct Lanes8 { typedef K T __attribute__((vector_size(8 * sizeof(K)))); };
+template <class K> struct Lanes8 {
+  typedef K T __attribute__((vector_size(8 * sizeof(K))));
+};
 typedef double D8 __attribute__((vector_size(64)));
 template <class K> static TM_INLINE typename Lanes8<K>::T lanes8(const Pack<K>& a, int j) {
   typename Lanes8<K>::T r;
@@ -213,8 +215,7 @@ template <class K> struct Block {
 };
 
 // The sum over the block's elements (the padding needs no clamping and is weighted 0).
-template <class K, bool CLAMP, class S>
-static TM_INLINE double block_sum_exp(const Block<K>& b, K m, const S* next) {
+template <class K, bool CLAMP, class S> static TM_INLINE double block_sum_exp(const Block<K>& b, K m, const S* next) {
   constexpr int W = Pack<K>::LANES;
   const int n = b.n, valid = b.valid;
   Pack<K> acc = splat<K>(K(0));
@@ -246,7 +247,7 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
   K m, mn;
   lane_max_min(hi, lo, m, mn);
   if (m == inf) return false;
-  if (m == -inf) {  // only -inf and NaN: adds exactly 0 unless a NaN hides here
+  if (m == -inf) {                    // only -inf and NaN: adds exactly 0 unless a NaN hides here
     for (int i = 0; i < b.n; i += W)  // (the padding copies an element of the block)
       for (int l = 0; l < W; ++l)
         if (b.pack(i)[l] != b.pack(i)[l]) return false;
@@ -256,9 +257,15 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
   double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(b, m, next) : block_sum_exp<K, true>(b, m, next);
   if (s != s) return false;
   double dm = (double)m;
-  if (M == -std::numeric_limits<double>::infinity()) { S = s; M = dm; }  // a row's first block: S * 0 + s
-  else if (dm > M) { S = S * std::exp(M - dm) + s; M = dm; }
-  else S += s * std::exp(dm - M);
+  if (M == -std::numeric_limits<double>::infinity()) {
+    S = s;
+    M = dm;
+  }  // a row's first block: S * 0 + s
+  else if (dm > M) {
+    S = S * std::exp(M - dm) + s;
+    M = dm;
+  } else
+    S += s * std::exp(dm - M);
   return true;
 }
 
@@ -266,16 +273,19 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
 // A whole row from M = -inf, S = 0 is row_nll's log-sum-exp; slices of a row folded in turn carry it
 // across slices (the LM head's logits, a vocabulary slice at a time). TABLE: 16-bit values are summed
 // from the exp table (as row_nll does, with M = 0) while that sum is a normal double.
-template <class L, bool TABLE>
-static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum) {
-  using S = typename L::S; using K = typename L::K;
+template <class L, bool TABLE> static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum) {
+  using S = typename L::S;
+  using K = typename L::K;
   constexpr int W = Pack<K>::LANES;
   const S* x = reinterpret_cast<const S*>(row);
   if constexpr (TABLE && sizeof(S) == 2) {
     double s = table_sum(x, V, exp_table<L>());
     if (s >= 0x1p-900 && s <= std::numeric_limits<double>::max()) {
-      if (0.0 > M) { sum = sum * std::exp(M) + s; M = 0.0; }
-      else sum += s * std::exp(-M);
+      if (0.0 > M) {
+        sum = sum * std::exp(M) + s;
+        M = 0.0;
+      } else
+        sum += s * std::exp(-M);
       return true;
     }
   }
@@ -285,8 +295,10 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
     const int n = (int)std::min<int64_t>(BLOCK, V - j), whole = n / W * W;
     K* tail = SAME ? buf : buf + whole;
     const Block<K> b{SAME ? reinterpret_cast<const K*>(x + j) : buf, tail, (n + W - 1) / W * W, n};
-    if constexpr (SAME) std::memcpy(tail, x + j + whole, (n - whole) * sizeof(K));
-    else for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
+    if constexpr (SAME)
+      std::memcpy(tail, x + j + whole, (n - whole) * sizeof(K));
+    else
+      for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
     for (int i = n - whole; i < b.n - whole; ++i) tail[i] = b.p[0];
     // The prefetch runs past the row's end into the next row (prefetches never fault).
     if (!block_lse<K>(b, x + j + n, M, sum)) return false;
@@ -294,8 +306,7 @@ static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& su
   return true;
 }
 
-template <class L>
-static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
+template <class L> static TM_INLINE double row_nll(const char* row, int64_t V, int64_t target) {
   using S = typename L::S;
   const S* x = reinterpret_cast<const S*>(row);
   if constexpr (sizeof(S) == 2) {
@@ -318,16 +329,22 @@ static double nll_f32(const char* r, int64_t V, int64_t t) { return row_nll<Load
 static double nll_f64(const char* r, int64_t V, int64_t t) { return row_nll<LoadId<double>>(r, V, t); }
 static bool fold_f16(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadF16, true>(r, n, M, S); }
 static bool fold_bf16(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadBF16, true>(r, n, M, S); }
-static bool fold_f32(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadId<float>, false>(r, n, M, S); }
-static bool fold_f64(const char* r, int64_t n, double& M, double& S) { return row_fold<LoadId<double>, false>(r, n, M, S); }
+static bool fold_f32(const char* r, int64_t n, double& M, double& S) {
+  return row_fold<LoadId<float>, false>(r, n, M, S);
+}
+static bool fold_f64(const char* r, int64_t n, double& M, double& S) {
+  return row_fold<LoadId<double>, false>(r, n, M, S);
+}
 
 // ---------------------------------------------------------------- top-k
 // Could v displace the current k-th candidate? A superset test (NaN passes),
 // refined by the exact order in nth_element. An equal value never passes:
 // scanned later, it has a higher index than every kept one.
 template <class K, bool LARGEST> static TM_INLINE int may_enter(K v, K thr) {
-  if constexpr (std::is_floating_point_v<K>) return LARGEST ? !(v <= thr) : !(v >= thr);
-  else return LARGEST ? v > thr : v < thr;
+  if constexpr (std::is_floating_point_v<K>)
+    return LARGEST ? !(v <= thr) : !(v >= thr);
+  else
+    return LARGEST ? v > thr : v < thr;
 }
 
 // Measured on (512, 128256) f32, k=50, one thread: SCAN 32 with a buffer of
@@ -380,10 +397,11 @@ static TM_INLINE bool prefix_floor(const typename L::S* x, int64_t V, int64_t k,
   return true;
 }
 
-template <class L, bool LARGEST>
-static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorted, Cand<typename L::K>* buf,
-                               int64_t cap, char* out_v, int64_t* out_i) {
-  using S = typename L::S; using K = typename L::K;
+template <class L, bool LARGEST> static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorted,
+                                                                Cand<typename L::K>* buf, int64_t cap, char* out_v,
+                                                                int64_t* out_i) {
+  using S = typename L::S;
+  using K = typename L::K;
   const S* x = reinterpret_cast<const S*>(row);
   Before<K, LARGEST> before;
   // Seed with the first k; the threshold is the worst of the kept k.
@@ -402,7 +420,7 @@ static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorte
     if (heap) {
       Cand<K> c{v, j};
       if (!before(c, buf[0])) return;  // a NaN threshold lets numbers through to here
-      int64_t h = 0;  // c replaces the worst on top and sinks below every worse child
+      int64_t h = 0;                   // c replaces the worst on top and sinks below every worse child
       for (int64_t ch; (ch = 2 * h + 1) < k; h = ch) {
         if (ch + 1 < k && before(buf[ch], buf[ch + 1])) ++ch;
         if (!before(c, buf[ch])) break;
@@ -445,12 +463,14 @@ static TM_INLINE void row_topk(const char* row, int64_t V, int64_t k, bool sorte
   }
 }
 
-#define TM_TOPK_ROW(NAME, LOADER)                                                             \
-  static void NAME(const char* r, int64_t V, int64_t k, bool lg, bool so, void* buf, int64_t cap, \
-                   char* v, int64_t* i) {                                                      \
-    using C = Cand<typename LOADER::K>;                                                        \
-    if (lg) row_topk<LOADER, true>(r, V, k, so, static_cast<C*>(buf), cap, v, i);              \
-    else row_topk<LOADER, false>(r, V, k, so, static_cast<C*>(buf), cap, v, i);                \
+#define TM_TOPK_ROW(NAME, LOADER)                                                                          \
+  static void NAME(const char* r, int64_t V, int64_t k, bool lg, bool so, void* buf, int64_t cap, char* v, \
+                   int64_t* i) {                                                                           \
+    using C = Cand<typename LOADER::K>;                                                                    \
+    if (lg)                                                                                                \
+      row_topk<LOADER, true>(r, V, k, so, static_cast<C*>(buf), cap, v, i);                                \
+    else                                                                                                   \
+      row_topk<LOADER, false>(r, V, k, so, static_cast<C*>(buf), cap, v, i);                               \
   }
 TM_TOPK_ROW(topk_f16, LoadF16)
 TM_TOPK_ROW(topk_bf16, LoadBF16)
@@ -475,7 +495,8 @@ TM_TOPK_ROW(topk_u64, LoadId<uint64_t>)
 
 // Scores compared as they are (floats, integers).
 template <class T> struct RankId {
-  using S = T; using K = T;
+  using S = T;
+  using K = T;
   typedef K KV __attribute__((vector_size(VB)));
   static TM_INLINE K key(S s) { return s; }
   static TM_INLINE KV keys(KV v) { return v; }
@@ -483,7 +504,8 @@ template <class T> struct RankId {
 // 16-bit floats by an order key of their bits, in int16 lanes (twice a float32 key's lanes): sign and
 // magnitude, -0 == +0, every NaN one key above +inf. INF_MAG: the magnitude bits of inf.
 template <int INF_MAG> struct RankHalf {
-  using S = uint16_t; using K = int16_t;
+  using S = uint16_t;
+  using K = int16_t;
   typedef K KV __attribute__((vector_size(VB)));
   static TM_INLINE K key(S h) {
     const int mag = h & 0x7fff;
@@ -516,7 +538,9 @@ constexpr int RANK_AHEAD = 4096;
 // whole steps, in lanes of the comparison's own width widened to int64 lanes before one can overflow (8-bit
 // lanes every 127 steps).
 template <class R, bool NANT> struct RankCount {
-  using S = typename R::S; using K = typename R::K; using KV = typename R::KV;
+  using S = typename R::S;
+  using K = typename R::K;
+  using KV = typename R::KV;
   typedef K KVU __attribute__((vector_size(VB), aligned(alignof(K)), may_alias));
   using M = decltype(KV{} > KV{});
   static constexpr bool LE = std::is_floating_point_v<K>;
@@ -558,9 +582,8 @@ template <class R, bool NANT> struct RankCount {
   static TM_INLINE bool tie(K v, K kt) { return NANT ? v != v : v == kt; }
 };
 
-template <class R, bool NANT>
-static TM_INLINE int64_t row_rank_of(const typename R::S* x, int64_t V, int64_t t, typename R::K kt, bool before_ge,
-                                     bool after_ge) {
+template <class R, bool NANT> static TM_INLINE int64_t row_rank_of(const typename R::S* x, int64_t V, int64_t t,
+                                                                   typename R::K kt, bool before_ge, bool after_ge) {
   using C = RankCount<R, NANT>;
   C c;
   const int64_t whole = V / C::LN * C::LN, a = t / C::LN * C::LN;  // a <= t, and a == whole when t is past it
@@ -610,8 +633,8 @@ static const Kernels kernels = {
     TM_PATH_NAME,
     {nll_f16, nll_bf16, nll_f32, nll_f64},
     {fold_f16, fold_bf16, fold_f32, fold_f64},
-    {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16,
-     topk_u32, topk_u64},
-    {rank_f16, rank_bf16, rank_f32, rank_f64, rank_i8, rank_i16, rank_i32, rank_i64, rank_u8, rank_u16,
-     rank_u32, rank_u64},
+    {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16, topk_u32,
+     topk_u64},
+    {rank_f16, rank_bf16, rank_f32, rank_f64, rank_i8, rank_i16, rank_i32, rank_i64, rank_u8, rank_u16, rank_u32,
+     rank_u64},
 };

@@ -18,8 +18,8 @@ namespace tmt {
 struct PairIndex {
   int N = 0;
   int64_t nseq = 0, col0 = 0, ncols = 0;
-  std::vector<int64_t> len;                    // symbols per sequence
-  std::vector<std::vector<int64_t>> bag_off;   // [order]: nseq + 1 offsets into bag_id / bag_cnt
+  std::vector<int64_t> len;                   // symbols per sequence
+  std::vector<std::vector<int64_t>> bag_off;  // [order]: nseq + 1 offsets into bag_id / bag_cnt
   std::vector<std::vector<int32_t>> bag_id, bag_cnt;
   std::vector<std::vector<int64_t>> post_off;  // [order]: n_ids + 1 offsets into post_col / post_cnt
   std::vector<std::vector<int32_t>> post_col, post_cnt;
@@ -32,23 +32,32 @@ struct PairIndex {
     ncols = nseq - col0;
     len.resize((size_t)nseq);
     for (int64_t s = 0; s < nseq; ++s) len[s] = (int64_t)uni[s].size();
-    bag_off.assign(N, {}); bag_id.assign(N, {}); bag_cnt.assign(N, {});
-    post_off.assign(N, {}); post_col.assign(N, {}); post_cnt.assign(N, {});
+    bag_off.assign(N, {});
+    bag_id.assign(N, {});
+    bag_cnt.assign(N, {});
+    post_off.assign(N, {});
+    post_col.assign(N, {});
+    post_cnt.assign(N, {});
     Levels lv;
     lv.uni.swap(uni);
     lv.gram.resize(lv.uni.size());
     lv.begin((int)nseq, n_symbols);
     for (int n = 0; n < N; ++n) {
       if (n > 0) lv.next(n);
-      tmp::tick((int64_t)lv.total);
+      tmthreads::tick((int64_t)lv.total);
       std::vector<int64_t>& off = bag_off[n];
       std::vector<int32_t>& ids = bag_id[n];
       std::vector<int32_t>& cnt = bag_cnt[n];
       off.assign((size_t)nseq + 1, 0);
       for (int64_t s = 0; s < nseq; ++s) {  // distinct n-grams in first-occurrence order
         lv.touched.clear();
-        for (int32_t g : lv.at((int)s)) if (lv.cnt[g]++ == 0) lv.touched.push_back(g);
-        for (int32_t g : lv.touched) { ids.push_back(g); cnt.push_back(lv.cnt[g]); lv.cnt[g] = 0; }
+        for (int32_t g : lv.at((int)s))
+          if (lv.cnt[g]++ == 0) lv.touched.push_back(g);
+        for (int32_t g : lv.touched) {
+          ids.push_back(g);
+          cnt.push_back(lv.cnt[g]);
+          lv.cnt[g] = 0;
+        }
         off[s + 1] = (int64_t)ids.size();
       }
       std::vector<int64_t>& po = post_off[n];  // columns per n-gram, in column order
@@ -85,17 +94,17 @@ struct PairIndex {
         work += po[g + 1] - po[g];
       }
     }
-    tmp::tick(work);
+    tmthreads::tick(work);
   }
 };
 
 // Tokenize (sacrebleu's tokenizer `tok`) every text, in parallel, into dense token ids.
-static void text_token_ids(const StrView* texts, int64_t n, int tok, int nthreads, std::vector<std::vector<int32_t>>& uni,
-                           size_t& n_symbols) {
+static void text_token_ids(const StrView* texts, int64_t n, int tok, int nthreads,
+                           std::vector<std::vector<int32_t>>& uni, size_t& n_symbols) {
   std::vector<Tokens> toks((size_t)n);
-  tmp::parallel_for(n, 64, nthreads, [] { return Scratch(); }, [&](Scratch& w, int64_t i) {
-    tokenize(texts[i], tok, w, toks[i]);
-  }, "text");
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return Scratch(); }, [&](Scratch& w, int64_t i) { tokenize(texts[i], tok, w, toks[i]); },
+      "text");
   size_t total = 0;
   for (const Tokens& t : toks) total += t.size();
   TokenIds tids;
@@ -107,28 +116,41 @@ static void text_token_ids(const StrView* texts, int64_t n, int tok, int nthread
 
 // Sentence BLEU of row sequence i against column sequence j alone into out[i * ncols + j]; uni holds
 // the rows' dense token ids, then the columns' (none when `self`: the rows against themselves).
-static inline void pairwise_bleu_uni(std::vector<std::vector<int32_t>>& uni, size_t n_symbols, int64_t nrows,
-                                     bool self, int N, int smooth, double smooth_value, bool effective,
-                                     bool neumaier, double* out, int nthreads) {
+static inline void pairwise_bleu_uni(std::vector<std::vector<int32_t>>& uni, size_t n_symbols, int64_t nrows, bool self,
+                                     int N, int smooth, double smooth_value, bool effective, bool neumaier, double* out,
+                                     int nthreads) {
   PairIndex ix;
   ix.build(uni, n_symbols, self ? 0 : nrows, N);
   const int64_t C = ix.ncols, W = 2 + 2 * (int64_t)N;
-  struct Work { std::vector<int32_t> m; std::vector<int64_t> st; std::vector<double> prec, correct, total; };
-  tmp::parallel_for(nrows, 1, nthreads, [&] {
-    Work w; w.st.resize(W); w.prec.resize(N); w.correct.resize(N); w.total.resize(N); return w;
-  }, [&](Work& w, int64_t i) {
-    ix.row(i, w.m);
-    int64_t* st = w.st.data();
-    st[0] = ix.len[i];
-    for (int n = 1; n <= N; ++n) st[1 + N + n] = ix.grams(i, n);
-    double bp;
-    for (int64_t j = 0; j < C; ++j) {
-      st[1] = ix.len[ix.col0 + j];
-      for (int n = 0; n < N; ++n) st[2 + n] = w.m[(size_t)n * C + j];
-      out[i * C + j] = bleu_score(st, N, smooth, smooth_value, effective, neumaier, w.prec.data(), w.correct.data(),
-                                  w.total.data(), &bp);
-    }
-  }, "BLEU row");
+  struct Work {
+    std::vector<int32_t> m;
+    std::vector<int64_t> st;
+    std::vector<double> prec, correct, total;
+  };
+  tmthreads::parallel_for(
+      nrows, 1, nthreads,
+      [&] {
+        Work w;
+        w.st.resize(W);
+        w.prec.resize(N);
+        w.correct.resize(N);
+        w.total.resize(N);
+        return w;
+      },
+      [&](Work& w, int64_t i) {
+        ix.row(i, w.m);
+        int64_t* st = w.st.data();
+        st[0] = ix.len[i];
+        for (int n = 1; n <= N; ++n) st[1 + N + n] = ix.grams(i, n);
+        double bp;
+        for (int64_t j = 0; j < C; ++j) {
+          st[1] = ix.len[ix.col0 + j];
+          for (int n = 0; n < N; ++n) st[2 + n] = w.m[(size_t)n * C + j];
+          out[i * C + j] = bleu_score(st, N, smooth, smooth_value, effective, neumaier, w.prec.data(), w.correct.data(),
+                                      w.total.data(), &bp);
+        }
+      },
+      "BLEU row");
 }
 
 // Texts: the rows, then the columns (ncols == 0: the rows against themselves).
@@ -163,11 +185,19 @@ static void chrf_symbol_ids(const StrView* texts, int64_t n, bool whitespace, bo
                             std::vector<std::vector<int32_t>>& word_ids, size_t& n_words) {
   std::vector<U32> text((size_t)n);
   std::vector<Tokens> wt(words ? (size_t)n : 0);
-  struct Work { Buf<int32_t> start, len; };
-  tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
-    load(texts[i], texts[i].len, text[i]);
-    if (words) { U32 copy = text[i]; chrf_words(copy, wt[i], w.start, w.len); }
-  }, "text");
+  struct Work {
+    Buf<int32_t> start, len;
+  };
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return Work(); },
+      [&](Work& w, int64_t i) {
+        load(texts[i], texts[i].len, text[i]);
+        if (words) {
+          U32 copy = text[i];
+          chrf_words(copy, wt[i], w.start, w.len);
+        }
+      },
+      "text");
   IdMap cmap;
   size_t total = 0;
   for (const U32& t : text) total += t.size();
@@ -176,7 +206,8 @@ static void chrf_symbol_ids(const StrView* texts, int64_t n, bool whitespace, bo
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int32_t>& c = chars[i];
     c.clear();
-    for (uint32_t ch : text[i]) if (whitespace || !is_space(ch)) c.push_back(cmap.id(ch));
+    for (uint32_t ch : text[i])
+      if (whitespace || !is_space(ch)) c.push_back(cmap.id(ch));
   }
   n_chars = (size_t)cmap.next;
   if (!words) return;
@@ -209,35 +240,48 @@ static inline void pairwise_chrf(const StrView* texts, int64_t nrows, int64_t nc
   if (nw > 0) wx.build(words, n_words, col0, nw);
   const int64_t C = nseq - col0;
   const int order = nc + nw;
-  struct Work { std::vector<int32_t> mc, mw; std::vector<int64_t> st; };
-  tmp::parallel_for(nrows, 1, nthreads, [&] { Work w; w.st.resize(3 * (size_t)order); return w; },
-                    [&](Work& w, int64_t i) {
-    if (nc > 0) cx.row(i, w.mc);
-    if (nw > 0) wx.row(i, w.mw);
-    int64_t* st = w.st.data();
-    for (int64_t j = 0; j < C; ++j) {
-      for (int n = 1; n <= nc; ++n)
-        chrf_triple(cx.grams(i, n), cx.grams(col0 + j, n), w.mc[(size_t)(n - 1) * C + j], st + 3 * (n - 1));
-      for (int n = 1; n <= nw; ++n)
-        chrf_triple(wx.grams(i, n), wx.grams(col0 + j, n), w.mw[(size_t)(n - 1) * C + j], st + 3 * (nc + n - 1));
-      out[i * C + j] = chrf_f(st, order, beta, eps_smoothing);
-    }
-  }, "chrF row");
+  struct Work {
+    std::vector<int32_t> mc, mw;
+    std::vector<int64_t> st;
+  };
+  tmthreads::parallel_for(
+      nrows, 1, nthreads,
+      [&] {
+        Work w;
+        w.st.resize(3 * (size_t)order);
+        return w;
+      },
+      [&](Work& w, int64_t i) {
+        if (nc > 0) cx.row(i, w.mc);
+        if (nw > 0) wx.row(i, w.mw);
+        int64_t* st = w.st.data();
+        for (int64_t j = 0; j < C; ++j) {
+          for (int n = 1; n <= nc; ++n)
+            chrf_triple(cx.grams(i, n), cx.grams(col0 + j, n), w.mc[(size_t)(n - 1) * C + j], st + 3 * (n - 1));
+          for (int n = 1; n <= nw; ++n)
+            chrf_triple(wx.grams(i, n), wx.grams(col0 + j, n), w.mw[(size_t)(n - 1) * C + j], st + 3 * (nc + n - 1));
+          out[i * C + j] = chrf_f(st, order, beta, eps_smoothing);
+        }
+      },
+      "chrF row");
 }
 
 // ROUGE-N (kind 1..9) or ROUGE-L (kind 10) of rows[i] against cols[j] alone: (P, R, F) into
 // out[((q * nrows) + i) * ncols + j] for q = 0, 1, 2. Texts lowercased by the caller (rouge-score's
 // str.lower()), tokenized once (rouge_tokens, stemmed if asked); ROUGE-N through the inverted index,
 // ROUGE-L by the bit-parallel LCS of each pair.
-static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t ncols, int kind, bool stem,
-                                  double* out, int nthreads) {
+static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t ncols, int kind, bool stem, double* out,
+                                  int nthreads) {
   const bool self = ncols == 0;
   const int64_t nseq = self ? nrows : nrows + ncols, col0 = self ? 0 : nrows, C = nseq - col0;
   std::vector<Tokens> toks((size_t)nseq);
-  struct TokWork { std::unordered_map<std::string, std::string> stems; std::vector<int32_t> sents; };
-  tmp::parallel_for(nseq, 64, nthreads, [] { return TokWork(); }, [&](TokWork& w, int64_t i) {
-    rouge_tokens(texts[i], stem, w.stems, toks[i], w.sents);
-  }, "text");
+  struct TokWork {
+    std::unordered_map<std::string, std::string> stems;
+    std::vector<int32_t> sents;
+  };
+  tmthreads::parallel_for(
+      nseq, 64, nthreads, [] { return TokWork(); },
+      [&](TokWork& w, int64_t i) { rouge_tokens(texts[i], stem, w.stems, toks[i], w.sents); }, "text");
   size_t total = 0;
   for (const Tokens& t : toks) total += t.size();
   TokenIds tids;
@@ -256,29 +300,37 @@ static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t n
   if (kind < ROUGE_L) {
     PairIndex ix;
     ix.build(uni, n_ids, col0, kind);
-    tmp::parallel_for(nrows, 1, nthreads, [] { return std::vector<int32_t>(); }, [&](std::vector<int32_t>& m,
-                                                                                       int64_t i) {
-      ix.row(i, m);
-      const int64_t pc = ix.grams(i, kind);
-      for (int64_t j = 0; j < C; ++j) {
-        const int64_t tc = ix.grams(col0 + j, kind);
-        put(i, j, (pc > 0 && tc > 0) ? m[(size_t)(kind - 1) * C + j] : 0, std::max<int64_t>(pc, 1),
-            std::max<int64_t>(tc, 1));
-      }
-    }, "ROUGE row");
+    tmthreads::parallel_for(
+        nrows, 1, nthreads, [] { return std::vector<int32_t>(); },
+        [&](std::vector<int32_t>& m, int64_t i) {
+          ix.row(i, m);
+          const int64_t pc = ix.grams(i, kind);
+          for (int64_t j = 0; j < C; ++j) {
+            const int64_t tc = ix.grams(col0 + j, kind);
+            put(i, j, (pc > 0 && tc > 0) ? m[(size_t)(kind - 1) * C + j] : 0, std::max<int64_t>(pc, 1),
+                std::max<int64_t>(tc, 1));
+          }
+        },
+        "ROUGE row");
     return;
   }
-  tmp::parallel_for(nrows, 1, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t i) {
-    const std::vector<int32_t>& pr = uni[i];
-    const int64_t np_ = (int64_t)pr.size();
-    for (int64_t j = 0; j < C; ++j) {
-      const std::vector<int32_t>& t = uni[col0 + j];
-      const int64_t tc = (int64_t)t.size();
-      if (tc == 0 || np_ == 0) { put(i, j, 0, 1, 1); continue; }
-      check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
-      put(i, j, bl.lcs(t.data(), tc, pr.data(), np_, n_ids), np_, tc);
-    }
-  }, "ROUGE row");
+  tmthreads::parallel_for(
+      nrows, 1, nthreads, [] { return BitLCS(); },
+      [&](BitLCS& bl, int64_t i) {
+        const std::vector<int32_t>& pr = uni[i];
+        const int64_t np_ = (int64_t)pr.size();
+        for (int64_t j = 0; j < C; ++j) {
+          const std::vector<int32_t>& t = uni[col0 + j];
+          const int64_t tc = (int64_t)t.size();
+          if (tc == 0 || np_ == 0) {
+            put(i, j, 0, 1, 1);
+            continue;
+          }
+          check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
+          put(i, j, bl.lcs(t.data(), tc, pr.data(), np_, n_ids), np_, tc);
+        }
+      },
+      "ROUGE row");
 }
 
 }  // namespace tmt

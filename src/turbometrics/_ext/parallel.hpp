@@ -51,7 +51,7 @@
 #include <pthread.h>
 #endif
 
-namespace tmp {
+namespace tmthreads {
 
 // A Python exception is set (by a signal handler run from poll_hook); the bindings leave it as it is.
 struct Interrupted : std::exception {
@@ -78,9 +78,16 @@ struct Call {
 
   void fail(int64_t i, std::exception_ptr e) {
     bool intr = false;
-    try { std::rethrow_exception(e); } catch (const Interrupted&) { intr = true; } catch (...) {}
+    try {
+      std::rethrow_exception(e);
+    } catch (const Interrupted&) { intr = true; } catch (...) {
+    }
     std::lock_guard<std::mutex> lock(mu);
-    if (!error || (interrupted && !intr) || (!intr && i < item)) { error = e; item = i; interrupted = intr; }
+    if (!error || (interrupted && !intr) || (!intr && i < item)) {
+      error = e;
+      item = i;
+      interrupted = intr;
+    }
     stop.store(true, std::memory_order_relaxed);
   }
 
@@ -88,11 +95,13 @@ struct Call {
   void rethrow(const char* noun) {
     if (!error) return;
     const std::string at = std::string(noun) + " " + std::to_string(item) + ": ";
-    try { std::rethrow_exception(error); }
-    catch (const Interrupted&) { throw; }
-    catch (const std::bad_alloc&) { throw OutOfMemory(at + "out of memory"); }
-    catch (const std::invalid_argument& e) { throw std::invalid_argument(at + e.what()); }
-    catch (const std::exception& e) { throw std::runtime_error(at + e.what()); }
+    try {
+      std::rethrow_exception(error);
+    } catch (const Interrupted&) { throw; } catch (const std::bad_alloc&) {
+      throw OutOfMemory(at + "out of memory");
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(at + e.what());
+    } catch (const std::exception& e) { throw std::runtime_error(at + e.what()); }
   }
 };
 
@@ -150,8 +159,10 @@ inline void finish(Call& call, std::atomic<int>& finished, int team) {
   const int64_t start = now_ns();
   while (finished.load(std::memory_order_acquire) < team) {
     if (poll_due()) call.fail(INT64_MAX, std::make_exception_ptr(Interrupted()));
-    if (now_ns() - start < 1000000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(500));
+    if (now_ns() - start < 1000000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
 }
 
@@ -164,15 +175,20 @@ inline void start_polling() {
 struct Enter {
   Call* prev_call;
   bool prev_caller;
-  Enter(Call* c, bool caller) : prev_call(tl_call), prev_caller(tl_caller) { tl_call = c; tl_caller = caller; }
-  ~Enter() { tl_call = prev_call; tl_caller = prev_caller; }
+  Enter(Call* c, bool caller) : prev_call(tl_call), prev_caller(tl_caller) {
+    tl_call = c;
+    tl_caller = caller;
+  }
+  ~Enter() {
+    tl_call = prev_call;
+    tl_caller = prev_caller;
+  }
 };
 
 // One thread's share of a call: build its state (a failure there fails the thread's first item),
 // then run the items it is handed until the call stops (checked at the start of each chunk: a
 // checkpoint per short row cost 5% of a small call).
-template <class Init, class Body>
-struct Worker {
+template <class Init, class Body> struct Worker {
   Call& call;
   Init& init;
   Body& body;
@@ -184,9 +200,7 @@ struct Worker {
       if (!state) state.emplace(init());
       if (i % chunk == 0) checkpoint();
       body(*state, i);
-    } catch (...) {
-      call.fail(i, std::current_exception());
-    }
+    } catch (...) { call.fail(i, std::current_exception()); }
   }
 };
 
@@ -198,8 +212,8 @@ struct Worker {
 inline thread_local bool tl_in_run = false;  // this thread is in Pool::run (a nested call runs inline)
 
 class Pool;
-inline Pool* g_pool = nullptr;     // this process's pool; a forked child drops (leaks) its parent's
-inline std::mutex g_pool_mu;       // guards g_pool; held across fork() (the atfork handlers below)
+inline Pool* g_pool = nullptr;             // this process's pool; a forked child drops (leaks) its parent's
+inline std::mutex g_pool_mu;               // guards g_pool; held across fork() (the atfork handlers below)
 inline std::atomic<bool> g_forked{false};  // this process is a fork of one that loaded the module
 
 class Pool {
@@ -214,7 +228,10 @@ class Pool {
   // Concurrent callers take turns (each call already uses the cores it asked for).
   void run(int helpers, const std::function<void()>& task) {
     std::lock_guard<std::mutex> turn(call_);
-    struct InRun { InRun() { tl_in_run = true; } ~InRun() { tl_in_run = false; } } in_run;
+    struct InRun {
+      InRun() { tl_in_run = true; }
+      ~InRun() { tl_in_run = false; }
+    } in_run;
     {
       std::unique_lock<std::mutex> lock(mu_);
       while ((int)threads_.size() < helpers) {
@@ -292,8 +309,10 @@ static inline void pool_for(int64_t n, int64_t chunk, int t, Init& init, Body& b
       for (int64_t i = lo, hi = std::min(n, lo + chunk); i < hi; ++i) w(i);
     finish(call, finished, team);
   };
-  if (team == 1) task();
-  else Pool::get().run(team - 1, task);
+  if (team == 1)
+    task();
+  else
+    Pool::get().run(team - 1, task);
   call.rethrow(noun);
 }
 
@@ -325,9 +344,8 @@ constexpr const char* BACKEND = "std::thread pool";
 static inline int max_threads() { return (int)std::max(1u, std::thread::hardware_concurrency()); }
 #endif
 
-template <class Init, class Body>
-static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init, Body body,
-                                const char* noun = "item") {
+template <class Init, class Body> static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init init,
+                                                                  Body body, const char* noun = "item") {
   if (n <= 0) return;
   const int t = (int)std::max<int64_t>(1, std::min<int64_t>(nthreads, (n + chunk - 1) / chunk));
 #ifdef _OPENMP
@@ -336,4 +354,4 @@ static inline void parallel_for(int64_t n, int64_t chunk, int nthreads, Init ini
   pool_for(n, chunk, t, init, body, noun);
 }
 
-}  // namespace tmp
+}  // namespace tmthreads

@@ -18,8 +18,7 @@ inline bool is_vowel(char c) { return c == 'a' || c == 'e' || c == 'i' || c == '
 // Consonant flags left to right: y is a consonant at the start or after a vowel.
 inline void flags(const string& w, std::vector<char>& f) {
   f.resize(w.size());
-  for (size_t i = 0; i < w.size(); ++i)
-    f[i] = is_vowel(w[i]) ? 0 : (w[i] == 'y' ? (i == 0 ? 1 : !f[i - 1]) : 1);
+  for (size_t i = 0; i < w.size(); ++i) f[i] = is_vowel(w[i]) ? 0 : (w[i] == 'y' ? (i == 0 ? 1 : !f[i - 1]) : 1);
 }
 inline bool cons(const string& w, size_t i) {
   std::vector<char> f;
@@ -37,7 +36,8 @@ inline int measure(const string& s) {
 inline bool has_vowel(const string& s) {
   std::vector<char> f;
   flags(s, f);
-  for (char c : f) if (!c) return true;
+  for (char c : f)
+    if (!c) return true;
   return false;
 }
 inline bool ends_with(const string& w, const char* suf) {
@@ -57,7 +57,11 @@ inline bool ends_cvc(const string& w) {
 
 enum Cond { NONE, M_GT0, M_GT1, ION, LOGI, LL };
 
-struct Rule { const char* suffix; const char* repl; Cond cond; };
+struct Rule {
+  const char* suffix;
+  const char* repl;
+  Cond cond;
+};
 
 // nltk's _apply_rule_list: the first rule whose suffix matches decides; if
 // its condition fails the word is returned unchanged.
@@ -97,7 +101,10 @@ inline string step1b(const string& w) {
   for (const char* suf : {"ed", "ing"}) {
     if (ends_with(w, suf)) {
       s = w.substr(0, w.size() - std::char_traits<char>::length(suf));
-      if (has_vowel(s)) { ok = true; break; }
+      if (has_vowel(s)) {
+        ok = true;
+        break;
+      }
     }
   }
   if (!ok) return w;
@@ -118,31 +125,29 @@ inline string step1c(const string& w) {
 }
 
 inline string step2(const string& w) {
-  if (ends_with(w, "alli") && measure(w.substr(0, w.size() - 4)) > 0)
-    return step2(w.substr(0, w.size() - 4) + "al");
+  if (ends_with(w, "alli") && measure(w.substr(0, w.size() - 4)) > 0) return step2(w.substr(0, w.size() - 4) + "al");
   static const Rule R[] = {
-      {"ational", "ate", M_GT0}, {"tional", "tion", M_GT0}, {"enci", "ence", M_GT0}, {"anci", "ance", M_GT0},
-      {"izer", "ize", M_GT0},    {"bli", "ble", M_GT0},     {"alli", "al", M_GT0},    {"entli", "ent", M_GT0},
+      {"ational", "ate", M_GT0}, {"tional", "tion", M_GT0}, {"enci", "ence", M_GT0},   {"anci", "ance", M_GT0},
+      {"izer", "ize", M_GT0},    {"bli", "ble", M_GT0},     {"alli", "al", M_GT0},     {"entli", "ent", M_GT0},
       {"eli", "e", M_GT0},       {"ousli", "ous", M_GT0},   {"ization", "ize", M_GT0}, {"ation", "ate", M_GT0},
       {"ator", "ate", M_GT0},    {"alism", "al", M_GT0},    {"iveness", "ive", M_GT0}, {"fulness", "ful", M_GT0},
-      {"ousness", "ous", M_GT0}, {"aliti", "al", M_GT0},    {"iviti", "ive", M_GT0},  {"biliti", "ble", M_GT0},
+      {"ousness", "ous", M_GT0}, {"aliti", "al", M_GT0},    {"iviti", "ive", M_GT0},   {"biliti", "ble", M_GT0},
       {"fulli", "ful", M_GT0},   {"logi", "log", LOGI}};
   return apply(w, R, sizeof R / sizeof R[0]);
 }
 
 inline string step3(const string& w) {
-  static const Rule R[] = {{"icate", "ic", M_GT0}, {"ative", "", M_GT0}, {"alize", "al", M_GT0},
-                           {"iciti", "ic", M_GT0}, {"ical", "ic", M_GT0}, {"ful", "", M_GT0},
-                           {"ness", "", M_GT0}};
+  static const Rule R[] = {{"icate", "ic", M_GT0}, {"ative", "", M_GT0}, {"alize", "al", M_GT0}, {"iciti", "ic", M_GT0},
+                           {"ical", "ic", M_GT0},  {"ful", "", M_GT0},   {"ness", "", M_GT0}};
   return apply(w, R, sizeof R / sizeof R[0]);
 }
 
 inline string step4(const string& w) {
-  static const Rule R[] = {{"al", "", M_GT1},   {"ance", "", M_GT1}, {"ence", "", M_GT1}, {"er", "", M_GT1},
-                           {"ic", "", M_GT1},   {"able", "", M_GT1}, {"ible", "", M_GT1}, {"ant", "", M_GT1},
-                           {"ement", "", M_GT1}, {"ment", "", M_GT1}, {"ent", "", M_GT1}, {"ion", "", ION},
-                           {"ou", "", M_GT1},   {"ism", "", M_GT1},  {"ate", "", M_GT1},  {"iti", "", M_GT1},
-                           {"ous", "", M_GT1},  {"ive", "", M_GT1},  {"ize", "", M_GT1}};
+  static const Rule R[] = {{"al", "", M_GT1},    {"ance", "", M_GT1}, {"ence", "", M_GT1}, {"er", "", M_GT1},
+                           {"ic", "", M_GT1},    {"able", "", M_GT1}, {"ible", "", M_GT1}, {"ant", "", M_GT1},
+                           {"ement", "", M_GT1}, {"ment", "", M_GT1}, {"ent", "", M_GT1},  {"ion", "", ION},
+                           {"ou", "", M_GT1},    {"ism", "", M_GT1},  {"ate", "", M_GT1},  {"iti", "", M_GT1},
+                           {"ous", "", M_GT1},   {"ive", "", M_GT1},  {"ize", "", M_GT1}};
   return apply(w, R, sizeof R / sizeof R[0]);
 }
 
@@ -164,11 +169,12 @@ inline string step5b(const string& w) {
 
 inline std::string porter_stem(const std::string& word) {
   static const char* const POOL[][2] = {
-      {"sky", "sky"},       {"skies", "sky"},     {"dying", "die"},        {"lying", "lie"},
-      {"tying", "tie"},     {"news", "news"},     {"innings", "inning"},   {"inning", "inning"},
-      {"outings", "outing"}, {"outing", "outing"}, {"cannings", "canning"}, {"canning", "canning"},
-      {"howe", "howe"},     {"proceed", "proceed"}, {"exceed", "exceed"},  {"succeed", "succeed"}};
-  for (const auto& p : POOL) if (word == p[0]) return p[1];
+      {"sky", "sky"},        {"skies", "sky"},       {"dying", "die"},        {"lying", "lie"},
+      {"tying", "tie"},      {"news", "news"},       {"innings", "inning"},   {"inning", "inning"},
+      {"outings", "outing"}, {"outing", "outing"},   {"cannings", "canning"}, {"canning", "canning"},
+      {"howe", "howe"},      {"proceed", "proceed"}, {"exceed", "exceed"},    {"succeed", "succeed"}};
+  for (const auto& p : POOL)
+    if (word == p[0]) return p[1];
   if (word.size() <= 2) return word;
   using namespace porter;
   return step5b(step5a(step4(step3(step2(step1c(step1b(step1a(word))))))));

@@ -21,14 +21,14 @@ namespace tmt {
 namespace punkt {
 
 enum : uint8_t {
-  SPACE = 1,      // regex's \s
-  WORD = 2,       // regex's \w
-  DECIMAL = 4,    // regex's \d
-  UPPER = 8,      // str.isupper
-  LOWER = 16,     // str.islower
-  CASED = 32,     // cased and not case-ignorable (str.lower's final-sigma rule)
-  IGNORABLE = 64, // case-ignorable (skipped by the final-sigma rule)
-  PY_SPACE = 128  // str.isspace (str.strip, str.rstrip)
+  SPACE = 1,       // regex's \s
+  WORD = 2,        // regex's \w
+  DECIMAL = 4,     // regex's \d
+  UPPER = 8,       // str.isupper
+  LOWER = 16,      // str.islower
+  CASED = 32,      // cased and not case-ignorable (str.lower's final-sigma rule)
+  IGNORABLE = 64,  // case-ignorable (skipped by the final-sigma rule)
+  PY_SPACE = 128   // str.isspace (str.strip, str.rstrip)
 };
 
 struct Char {
@@ -56,8 +56,14 @@ struct CharTable {
 };
 
 enum Ortho : int {  // nltk's _ORTHO_* bits
-  BEG_UC = 1 << 1, MID_UC = 1 << 2, UNK_UC = 1 << 3, BEG_LC = 1 << 4, MID_LC = 1 << 5, UNK_LC = 1 << 6,
-  ORTHO_UC = BEG_UC | MID_UC | UNK_UC, ORTHO_LC = BEG_LC | MID_LC | UNK_LC
+  BEG_UC = 1 << 1,
+  MID_UC = 1 << 2,
+  UNK_UC = 1 << 3,
+  BEG_LC = 1 << 4,
+  MID_LC = 1 << 5,
+  UNK_LC = 1 << 6,
+  ORTHO_UC = BEG_UC | MID_UC | UNK_UC,
+  ORTHO_LC = BEG_LC | MID_LC | UNK_LC
 };
 
 struct Model {
@@ -76,7 +82,7 @@ struct Model {
 
 // One token of nltk's PunktToken: what the annotation reads of it, and the annotations.
 struct Token {
-  std::u32string type;     // lowercased, "##number##" for numbers
+  std::u32string type;  // lowercased, "##number##" for numbers
   bool period_final, first_upper, first_lower, initial, single_punct;
   bool sentbreak = false, abbr = false, ellipsis = false;  // the annotations
 };
@@ -109,24 +115,64 @@ class Splitter {
   // _re_non_word_chars: )";}]*:@'({[ curly quotes, guillemets, ? and !
   static bool non_word(uint32_t ch) {
     switch (ch) {
-      case ')': case '"': case ';': case '}': case ']': case '*': case ':': case '@': case '\'':
-      case '(': case '{': case '[': case 0x2018: case 0x2019: case 0x201c: case 0x201d: case 0xab:
-      case 0xbb: case '?': case '!': return true;
+      case ')':
+      case '"':
+      case ';':
+      case '}':
+      case ']':
+      case '*':
+      case ':':
+      case '@':
+      case '\'':
+      case '(':
+      case '{':
+      case '[':
+      case 0x2018:
+      case 0x2019:
+      case 0x201c:
+      case 0x201d:
+      case 0xab:
+      case 0xbb:
+      case '?':
+      case '!': return true;
       default: return false;
     }
   }
   // _re_word_start excludes ("`{[:;&#*@)}]-,
   static bool word_start(uint32_t ch) {
     switch (ch) {
-      case '(': case '"': case '`': case '{': case '[': case ':': case ';': case '&': case '#': case '*':
-      case '@': case ')': case '}': case ']': case '-': case ',': return false;
+      case '(':
+      case '"':
+      case '`':
+      case '{':
+      case '[':
+      case ':':
+      case ';':
+      case '&':
+      case '#':
+      case '*':
+      case '@':
+      case ')':
+      case '}':
+      case ']':
+      case '-':
+      case ',': return false;
       default: return true;
     }
   }
   static bool closing(uint32_t ch) {  // re_boundary_realignment's class: "')]} curly quotes, guillemets
     switch (ch) {
-      case '"': case '\'': case ')': case ']': case '}': case 0x2018: case 0x2019: case 0x201c: case 0x201d:
-      case 0xab: case 0xbb: return true;
+      case '"':
+      case '\'':
+      case ')':
+      case ']':
+      case '}':
+      case 0x2018:
+      case 0x2019:
+      case 0x201c:
+      case 0x201d:
+      case 0xab:
+      case 0xbb: return true;
       default: return false;
     }
   }
@@ -142,7 +188,10 @@ class Splitter {
     }
     if (x != '.') return -1;
     int64_t k = 0, q = p;  // the most ". " pairs in a row; then a "." after k (or k - 1) of them
-    while (q + 1 < e && c(q) == '.' && space(q + 1)) { ++k; q += 2; }
+    while (q + 1 < e && c(q) == '.' && space(q + 1)) {
+      ++k;
+      q += 2;
+    }
     if (k >= 2 && q < e && c(q) == '.') return q + 1;
     if (k >= 3) return p + 2 * (k - 1) + 1;
     return -1;
@@ -164,7 +213,10 @@ class Splitter {
       int64_t q = multi_char(p, e);
       if (q < 0) {
         const uint32_t ch = c(p);
-        if (fl(ch) & SPACE) { ++p; continue; }
+        if (fl(ch) & SPACE) {
+          ++p;
+          continue;
+        }
         q = word_start(ch) ? word_end(p, e) : p + 1;
       }
       add_token(p, q);
@@ -259,12 +311,22 @@ class Splitter {
       return;
     }
     if ((t1.abbr || t1.ellipsis) && !t1.initial) {
-      if (ortho_heuristic(t2) == YES) { t1.sentbreak = true; return; }
-      if (t2.first_upper && m_.starters.count(next_typ)) { t1.sentbreak = true; return; }
+      if (ortho_heuristic(t2) == YES) {
+        t1.sentbreak = true;
+        return;
+      }
+      if (t2.first_upper && m_.starters.count(next_typ)) {
+        t1.sentbreak = true;
+        return;
+      }
     }
     if (t1.initial || typ == U"##number##") {
       const Verdict v = ortho_heuristic(t2);
-      if (v == NO) { t1.sentbreak = false; t1.abbr = true; return; }
+      if (v == NO) {
+        t1.sentbreak = false;
+        t1.abbr = true;
+        return;
+      }
       if (v == UNKNOWN && t1.initial && t2.first_upper && !(m_.ortho_of(next_typ) & ORTHO_LC)) {
         t1.sentbreak = false;
         t1.abbr = true;
@@ -296,7 +358,7 @@ class Splitter {
   void slices_from_text() {
     const int64_t n = s_.len;
     int64_t last_break = 0;
-    int64_t prev_start = 0, prev_stop = 0;  // the previous match's word slice
+    int64_t prev_start = 0, prev_stop = 0;        // the previous match's word slice
     int64_t pm = -1, pm_after = 0, pm_next = -1;  // the previous match: position, after_tok end, next_tok start
     auto decide = [&]() {
       if (contains_sentbreak(prev_start, pm_after)) {  // the context is text[prev_start:after_tok end]
@@ -325,7 +387,10 @@ class Splitter {
       // _get_last_whitespace_index, which also answers 0 for a space at offset 0)
       int64_t idx = 0;
       for (int64_t q = i - 1; q >= prev_stop; --q)
-        if (ascii_space(c(q))) { idx = q - prev_stop; break; }
+        if (ascii_space(c(q))) {
+          idx = q - prev_stop;
+          break;
+        }
       const int64_t word_start_at = idx ? idx + prev_stop + 1 : prev_start;
       if (pm >= 0 && prev_stop <= word_start_at) decide();
       pm = i;
@@ -344,7 +409,7 @@ class Splitter {
   // re_boundary_realignment.match(text[a:b]): its group(0).rstrip() length and its end, or false.
   bool realign_match(int64_t a, int64_t b, int64_t& keep, int64_t& end) const {
     for (int64_t k = a + 1; k <= b && closing(c(k - 1)); ++k) {  // lazy +?: the shortest that is followed by
-      if (k < b && space(k)) {                                      // \s+
+      if (k < b && space(k)) {                                   // \s+
         int64_t j = k;
         while (j < b && space(j)) ++j;
         int64_t r = j;  // rstrip() takes str.isspace characters, which regex's \s need not all be
@@ -396,9 +461,7 @@ class Splitter {
 static void split_texts(const Model& m, const StrView* texts, int64_t n, std::vector<std::vector<int64_t>>& spans,
                         int nthreads) {
   spans.assign((size_t)n, {});
-  tmp::parallel_for(n, 64, nthreads, [] { return 0; }, [&](int&, int64_t i) {
-    Splitter(m, texts[i]).spans(spans[i]);
-  });
+  tmthreads::parallel_for(n, 64, nthreads, [] { return 0; }, [&](int&, int64_t i) { Splitter(m, texts[i]).spans(spans[i]); });
 }
 
 // Each text with its sentences one per line (a line break inside a sentence becomes a space,
@@ -435,7 +498,9 @@ static void add_ortho(Model& m, const StrView& t, int flags) { m.ortho[u32(t)] =
 static void add_collocation(Model& m, const StrView& a, const StrView& b) {
   m.colloc.insert(Model::pair_key(u32(a), u32(b)));
 }
-static void set_char(Model& m, uint32_t c, int flags, const StrView& lower) { m.chars.set(c, (uint8_t)flags, u32(lower)); }
+static void set_char(Model& m, uint32_t c, int flags, const StrView& lower) {
+  m.chars.set(c, (uint8_t)flags, u32(lower));
+}
 static bool has_char(const Model& m, uint32_t c) { return m.chars.has(c); }
 
 }  // namespace punkt

@@ -8,7 +8,7 @@
 
 #include "parallel.hpp"
 
-namespace tmp {
+namespace tmthreads {
 
 static unsigned long main_thread = 0;  // Python's main thread: the only one that runs signal handlers
 
@@ -53,11 +53,9 @@ static void raise_py() {
     PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const std::invalid_argument& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { PyErr_SetString(PyExc_RuntimeError, e.what()); } catch (...) {
     PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in a turbometrics kernel");
   }
 }
 
-}  // namespace tmp
+}  // namespace tmthreads

@@ -121,52 +121,53 @@ struct Pcg64 {
 
 // counts[r * n + i] += how often resample r0 + r drew item i (n draws in [0, n), 1 <= n <= 2^32);
 // ``counts`` zeroed by the caller. ``entropy`` holds SeedSequence(seed).entropy as uint32 words.
-static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, int64_t r0, int64_t count,
-                                    int64_t n, int32_t* counts, int nthreads) {
+static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, int64_t r0, int64_t count, int64_t n,
+                                    int32_t* counts, int nthreads) {
   const int64_t run = n_entropy < seedseq::POOL ? seedseq::POOL : n_entropy;  // a spawned child pads
-  tmp::parallel_for(count, 1, nthreads, [&] { return std::vector<uint32_t>(run + 2, 0u); },
-                    [&](std::vector<uint32_t>& e, int64_t r) {
-    for (int64_t i = 0; i < n_entropy; ++i) e[i] = entropy[i];
-    const uint64_t key = (uint64_t)(r0 + r);  // the spawn key (r0 + r,) as uint32 words, low first
-    int64_t len = run;
-    e[len++] = (uint32_t)key;
-    if (key >> 32) e[len++] = (uint32_t)(key >> 32);
-    uint64_t w[4];
-    seedseq::state_words(e.data(), len, w);
-    Pcg64 g(w);
-    int32_t* c = counts + r * n;
-    const uint32_t rng = (uint32_t)(n - 1);
-    // Past the L2 the increments were one cache miss after another (a million items: 4 MB of counts,
-    // 3.0 ms a resample on an Intel Xeon), so there each draw's counter is prefetched AHEAD draws early
-    // (1.4 ms); counts that stay in cache go without (the ring cost 30% at 3,000 items). Same draws, same
-    // order of increments: the same counts.
-    constexpr int AHEAD = 64;
-    if (n < (1 << 16)) {
-      for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
-    } else {
-      uint32_t ring[AHEAD];
-      for (int j = 0; j < AHEAD; ++j) {
-        ring[j] = g.bounded(rng);
-        __builtin_prefetch(c + ring[j], 1);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const uint32_t d = ring[j % AHEAD];
-        if (j + AHEAD < n) {
-          const uint32_t next = g.bounded(rng);
-          ring[j % AHEAD] = next;
-          __builtin_prefetch(c + next, 1);
+  tmthreads::parallel_for(
+      count, 1, nthreads, [&] { return std::vector<uint32_t>(run + 2, 0u); },
+      [&](std::vector<uint32_t>& e, int64_t r) {
+        for (int64_t i = 0; i < n_entropy; ++i) e[i] = entropy[i];
+        const uint64_t key = (uint64_t)(r0 + r);  // the spawn key (r0 + r,) as uint32 words, low first
+        int64_t len = run;
+        e[len++] = (uint32_t)key;
+        if (key >> 32) e[len++] = (uint32_t)(key >> 32);
+        uint64_t w[4];
+        seedseq::state_words(e.data(), len, w);
+        Pcg64 g(w);
+        int32_t* c = counts + r * n;
+        const uint32_t rng = (uint32_t)(n - 1);
+        // Past the L2 the increments were one cache miss after another (a million items: 4 MB of counts,
+        // 3.0 ms a resample on an Intel Xeon), so there each draw's counter is prefetched AHEAD draws early
+        // (1.4 ms); counts that stay in cache go without (the ring cost 30% at 3,000 items). Same draws, same
+        // order of increments: the same counts.
+        constexpr int AHEAD = 64;
+        if (n < (1 << 16)) {
+          for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
+        } else {
+          uint32_t ring[AHEAD];
+          for (int j = 0; j < AHEAD; ++j) {
+            ring[j] = g.bounded(rng);
+            __builtin_prefetch(c + ring[j], 1);
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            const uint32_t d = ring[j % AHEAD];
+            if (j + AHEAD < n) {
+              const uint32_t next = g.bounded(rng);
+              ring[j % AHEAD] = next;
+              __builtin_prefetch(c + next, 1);
+            }
+            ++c[d];
+          }
         }
-        ++c[d];
-      }
-    }
-    tmp::tick(n);
-  }, "resample");
+        tmthreads::tick(n);
+      },
+      "resample");
 }
 
 // o[q] = sum over j of s[d[j] * k + q], q < M, in float32 in j order; M fixed so that the sums stay in
 // registers (a runtime column count kept them in memory: one store-to-load chain per draw, 5x slower).
-template <int M>
-static void gather_sums(const uint32_t* d, int64_t n, const float* s, int64_t k, float* o) {
+template <int M> static void gather_sums(const uint32_t* d, int64_t n, const float* s, int64_t k, float* o) {
   float acc[M] = {};
   for (int64_t j = 0; j < n; ++j) {
     const float* row = s + (int64_t)d[j] * k;
@@ -197,11 +198,14 @@ static inline void sacrebleu_sums(const uint32_t* entropy, int64_t n_entropy, in
     const int64_t cnt = std::min(per, N - r0);
     uint32_t* __restrict d = buf.get();  // g's state stays in registers
     for (int64_t i = 0; i < cnt * n; ++i) d[i] = g.bounded(rng);
-    tmp::parallel_for(cnt, 1, nthreads, [] { return 0; }, [&](int, int64_t r) {
-      for (int64_t q0 = 0; q0 < k; q0 += 8)
-        SUMS[std::min<int64_t>(8, k - q0) - 1](buf.get() + r * n, n, stats + q0, k, out + (r0 + r) * k + q0);
-      tmp::tick(n * k);
-    }, "resample");
+    tmthreads::parallel_for(
+        cnt, 1, nthreads, [] { return 0; },
+        [&](int, int64_t r) {
+          for (int64_t q0 = 0; q0 < k; q0 += 8)
+            SUMS[std::min<int64_t>(8, k - q0) - 1](buf.get() + r * n, n, stats + q0, k, out + (r0 + r) * k + q0);
+          tmthreads::tick(n * k);
+        },
+        "resample");
   }
 }
 
@@ -232,8 +236,7 @@ static TM_INLINE void dot_int(const int32_t* c, const T* x, int64_t ld, int64_t 
 // into BLOCKS fixed blocks, each summed from +0.0 in item order (o[q] carries a block's sum from run to
 // run), then the blocks added in block order. Items drawn 0 times add 0 (not 0 * inf = NaN). The Q sums
 // are Q independent chains: their adds overlap, where a single chain waits on each add.
-template <int Q>
-static TM_INLINE void dot_f64(const int32_t* c, const double* x, int64_t ld, int64_t L, double* o) {
+template <int Q> static TM_INLINE void dot_f64(const int32_t* c, const double* x, int64_t ld, int64_t L, double* o) {
   double a[Q];
   for (int q = 0; q < Q; ++q) a[q] = o[q];
   for (int64_t j = 0; j < L; ++j) {
@@ -270,8 +273,10 @@ template <class K, class... A> static TM_INLINE void with_q(int64_t q, A... a) {
 struct IntTile {
   template <int Q, class T>
   static TM_INLINE void run(bool narrow, const int32_t* c, const T* x, int64_t ld, int64_t L, int64_t* o) {
-    if (narrow) dot_int<Q, uint32_t>(c, x, ld, L, o);
-    else dot_int<Q, uint64_t>(c, x, ld, L, o);
+    if (narrow)
+      dot_int<Q, uint32_t>(c, x, ld, L, o);
+    else
+      dot_int<Q, uint64_t>(c, x, ld, L, o);
   }
 };
 struct FloatTile {
@@ -301,9 +306,8 @@ static inline int64_t group(int64_t R, int nthreads) {
   return std::max<int64_t>(1, std::min<int64_t>(16, R / (8 * (int64_t)std::max(1, nthreads))));
 }
 // Resamples r0..r1 of integer columns (int32: xmax = their largest |value|; int64) into out, int64.
-template <class T>
-static TM_INLINE void int_group(const T* cols, int64_t k, int64_t n, const int32_t* counts, int64_t r0, int64_t r1,
-                                int64_t* out, uint32_t xmax) {
+template <class T> static TM_INLINE void int_group(const T* cols, int64_t k, int64_t n, const int32_t* counts,
+                                                   int64_t r0, int64_t r1, int64_t* out, uint32_t xmax) {
   const int64_t Q = tile(k);
   std::fill(out + r0 * k, out + r1 * k, (int64_t)0);
   for (int64_t s = 0; s < n; s += SUB) {
@@ -318,7 +322,7 @@ static TM_INLINE void int_group(const T* cols, int64_t k, int64_t n, const int32
       for (int64_t q0 = 0; q0 < k; q0 += Q)
         with_q<IntTile>(std::min(Q, k - q0), narrow, c, cols + q0 * n + s, n, L, out + r * k + q0);
     }
-    tmp::tick((r1 - r0) * L * k);
+    tmthreads::tick((r1 - r0) * L * k);
   }
 }
 
@@ -333,9 +337,8 @@ static TM_INLINE void float_group(const double* cols, int64_t k, int64_t n, cons
       const int64_t L = std::min(SUB, hi - s);
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t q0 = 0; q0 < k; q0 += Q)
-          with_q<FloatTile>(std::min(Q, k - q0), counts + r * n + s, cols + q0 * n + s, n, L,
-                            part + (r - r0) * k + q0);
-      tmp::tick((r1 - r0) * L * k);
+          with_q<FloatTile>(std::min(Q, k - q0), counts + r * n + s, cols + q0 * n + s, n, L, part + (r - r0) * k + q0);
+      tmthreads::tick((r1 - r0) * L * k);
     }
     for (int64_t i = 0; i < (r1 - r0) * k; ++i) out[r0 * k + i] = b == 0 ? part[i] : out[r0 * k + i] + part[i];
   }
@@ -415,7 +418,7 @@ static TM_INLINE int64_t fill_masked32(uint32_t* key, int64_t pos, uint32_t rng,
       }
     }
     p0 = N;
-    tmp::tick(N);
+    tmthreads::tick(N);
   }
   return p0;
 }
@@ -440,7 +443,7 @@ static int64_t fill_masked64(uint32_t* key, int64_t pos, uint64_t rng, int64_t* 
       v = ((hi << 32) | next()) & mask;
     } while (v > rng);
     out[j] = (int64_t)v;
-    if ((j & 0xFFFF) == 0) tmp::tick(0x10000);
+    if ((j & 0xFFFF) == 0) tmthreads::tick(0x10000);
   }
   return p;
 }
@@ -517,9 +520,9 @@ static TM_INLINE void gather_means(const double* rows, const I* idx, int64_t k, 
   }
 }
 
-template <int M, int T, class I, class C>
-static TM_INLINE void gather_range(const double* rows, const I* idx, int64_t k, int64_t s0, int64_t s1, double* out,
-                                   C& check) {
+template <int M, int T, class I, class C> static TM_INLINE void gather_range(const double* rows, const I* idx,
+                                                                             int64_t k, int64_t s0, int64_t s1,
+                                                                             double* out, C& check) {
   int64_t s = s0;
   for (; s + T <= s1; s += T) gather_means<M, T>(rows, idx + s * k, k, out + s * M, check);
   for (; s < s1; ++s) gather_means<M, 1>(rows, idx + s * k, k, out + s * M, check);
@@ -528,9 +531,8 @@ static TM_INLINE void gather_range(const double* rows, const I* idx, int64_t k, 
 // out[s] = np.mean(rows[idx[s]], axis=0) for s in [s0, s1), idx (S, k), rows (n, m). m == 1: the gather is
 // contiguous along the reduced axis and NumPy sums it pairwise; m >= 2 in draw order (m <= 8 in
 // registers, T resamples at a time). Each resample's numbers are its own: the same on any thread count.
-template <class I, class C>
-static TM_INLINE void means_range(const double* rows, int64_t m, const I* idx, int64_t k, int64_t s0, int64_t s1,
-                                  double* out, C& check) {
+template <class I, class C> static TM_INLINE void means_range(const double* rows, int64_t m, const I* idx, int64_t k,
+                                                              int64_t s0, int64_t s1, double* out, C& check) {
   switch (m) {
     case 2: return gather_range<2, 4>(rows, idx, k, s0, s1, out, check);
     case 3: return gather_range<3, 4>(rows, idx, k, s0, s1, out, check);
@@ -574,30 +576,38 @@ struct Path {
   void (*means_u32)(const double*, int64_t, const uint32_t*, int64_t, int64_t, int64_t, double*);
   bool (*means_i64)(const double*, int64_t, const int64_t*, int64_t, int64_t, int64_t, double*, int64_t);
 };
-#define TM_RESAMPLE_PATH(NS)                                                                                \
-  namespace NS {                                                                                            \
-  static void sums_i32(const int32_t* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1,    \
-                       int64_t* o, uint32_t xmax) { sums::int_group(x, k, n, c, r0, r1, o, xmax); }         \
-  static void sums_i64(const int64_t* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1,    \
-                       int64_t* o, uint32_t xmax) { sums::int_group(x, k, n, c, r0, r1, o, xmax); }         \
-  static void sums_f64(const double* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1,     \
-                       double* o, double* part) { sums::float_group(x, k, n, c, r0, r1, o, part); }         \
-  static int64_t fill_u32(uint32_t* key, int64_t pos, uint32_t rng, uint32_t* out, int64_t total) {         \
-    return legacy::fill_masked32(key, pos, rng, out, total); }                                              \
-  static int64_t fill_i64(uint32_t* key, int64_t pos, uint32_t rng, int64_t* out, int64_t total) {          \
-    return legacy::fill_masked32(key, pos, rng, out, total); }                                              \
-  static void means_u32(const double* rows, int64_t m, const uint32_t* idx, int64_t k, int64_t s0, int64_t s1, \
-                        double* out) {                                                                      \
-    legacy::Trusted trusted;                                                                                \
-    legacy::means_range(rows, m, idx, k, s0, s1, out, trusted);                                             \
-  }                                                                                                         \
-  static bool means_i64(const double* rows, int64_t m, const int64_t* idx, int64_t k, int64_t s0, int64_t s1,  \
-                        double* out, int64_t n) {                                                           \
-    legacy::Checked checked(n);                                                                             \
-    legacy::means_range(rows, m, idx, k, s0, s1, out, checked);                                             \
-    return checked.ok();                                                                                    \
-  }                                                                                                         \
-  static const Path path = {sums_i32, sums_i64, sums_f64, fill_u32, fill_i64, means_u32, means_i64};       \
+#define TM_RESAMPLE_PATH(NS)                                                                                         \
+  namespace NS {                                                                                                     \
+  static void sums_i32(const int32_t* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1, int64_t* o, \
+                       uint32_t xmax) {                                                                              \
+    sums::int_group(x, k, n, c, r0, r1, o, xmax);                                                                    \
+  }                                                                                                                  \
+  static void sums_i64(const int64_t* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1, int64_t* o, \
+                       uint32_t xmax) {                                                                              \
+    sums::int_group(x, k, n, c, r0, r1, o, xmax);                                                                    \
+  }                                                                                                                  \
+  static void sums_f64(const double* x, int64_t k, int64_t n, const int32_t* c, int64_t r0, int64_t r1, double* o,   \
+                       double* part) {                                                                               \
+    sums::float_group(x, k, n, c, r0, r1, o, part);                                                                  \
+  }                                                                                                                  \
+  static int64_t fill_u32(uint32_t* key, int64_t pos, uint32_t rng, uint32_t* out, int64_t total) {                  \
+    return legacy::fill_masked32(key, pos, rng, out, total);                                                         \
+  }                                                                                                                  \
+  static int64_t fill_i64(uint32_t* key, int64_t pos, uint32_t rng, int64_t* out, int64_t total) {                   \
+    return legacy::fill_masked32(key, pos, rng, out, total);                                                         \
+  }                                                                                                                  \
+  static void means_u32(const double* rows, int64_t m, const uint32_t* idx, int64_t k, int64_t s0, int64_t s1,       \
+                        double* out) {                                                                               \
+    legacy::Trusted trusted;                                                                                         \
+    legacy::means_range(rows, m, idx, k, s0, s1, out, trusted);                                                      \
+  }                                                                                                                  \
+  static bool means_i64(const double* rows, int64_t m, const int64_t* idx, int64_t k, int64_t s0, int64_t s1,        \
+                        double* out, int64_t n) {                                                                    \
+    legacy::Checked checked(n);                                                                                      \
+    legacy::means_range(rows, m, idx, k, s0, s1, out, checked);                                                      \
+    return checked.ok();                                                                                             \
+  }                                                                                                                  \
+  static const Path path = {sums_i32, sums_i64, sums_f64, fill_u32, fill_i64, means_u32, means_i64};                 \
   }
 #ifdef TM_X86
 TM_TARGET_BEGIN("avx512f,avx512bw,avx512dq,avx512vl,avx2")
@@ -624,21 +634,25 @@ static inline const Path& active() {
 
 // out (R, k) = the sums of resampled rows, whole (no need to zero it): int32 or int64 columns give int64
 // sums, float64 columns float64 sums in the fixed block order.
-template <class T, class Out>
-static inline void resample_sums(const T* cols, int64_t k, int64_t n, const int32_t* counts, int64_t R, Out* out,
-                                 int nthreads) {
+template <class T, class Out> static inline void resample_sums(const T* cols, int64_t k, int64_t n,
+                                                               const int32_t* counts, int64_t R, Out* out,
+                                                               int nthreads) {
   const rpath::Path& p = rpath::active();
   const int64_t G = sums::group(R, nthreads);
   uint32_t xmax = 0;  // int32 columns: their largest |value| bounds every product (a run's 32-bit lanes)
   if constexpr (std::is_same_v<T, int32_t>) xmax = sums::max_abs(cols, k * n);
-  tmp::parallel_for((R + G - 1) / G, 1, nthreads,
+  tmthreads::parallel_for((R + G - 1) / G, 1, nthreads,
                     [&] { return std::vector<double>(std::is_same_v<T, double> ? G * k : 0); },
                     [&](std::vector<double>& part, int64_t g) {
-    const int64_t r0 = g * G, r1 = std::min(R, r0 + G);
-    if constexpr (std::is_same_v<T, int32_t>) p.sums_i32(cols, k, n, counts, r0, r1, out, xmax);
-    else if constexpr (std::is_same_v<T, int64_t>) p.sums_i64(cols, k, n, counts, r0, r1, out, xmax);
-    else p.sums_f64(cols, k, n, counts, r0, r1, out, part.data());
-  }, "resample");
+                      const int64_t r0 = g * G, r1 = std::min(R, r0 + G);
+                      if constexpr (std::is_same_v<T, int32_t>)
+                        p.sums_i32(cols, k, n, counts, r0, r1, out, xmax);
+                      else if constexpr (std::is_same_v<T, int64_t>)
+                        p.sums_i64(cols, k, n, counts, r0, r1, out, xmax);
+                      else
+                        p.sums_f64(cols, k, n, counts, r0, r1, out, part.data());
+                    },
+                    "resample");
 }
 
 // ``rs.randint(0, rng + 1, size=total)`` of a RandomState whose MT19937 state is (key, pos), into out
@@ -662,12 +676,14 @@ static inline void legacy_ordered_means(const double* rows, int64_t n, int64_t m
                                         int64_t k, double* out, int nthreads) {
   const rpath::Path& p = rpath::active();
   if (n < 1 && S * k > 0) throw std::invalid_argument("indices must lie in [0, 0): no rows");
-  tmp::parallel_for((S + MEANS_CHUNK - 1) / MEANS_CHUNK, 1, nthreads, [] { return 0; }, [&](int, int64_t c) {
-    const int64_t s0 = c * MEANS_CHUNK, s1 = std::min(S, s0 + MEANS_CHUNK);
-    if (!p.means_i64(rows, m, idx, k, s0, s1, out, n))
-      throw std::invalid_argument("indices must lie in [0, " + std::to_string(n) + ")");
-    tmp::tick((s1 - s0) * k * m);
-  }, "resample");
+  tmthreads::parallel_for((S + MEANS_CHUNK - 1) / MEANS_CHUNK, 1, nthreads, [] { return 0; },
+                    [&](int, int64_t c) {
+                      const int64_t s0 = c * MEANS_CHUNK, s1 = std::min(S, s0 + MEANS_CHUNK);
+                      if (!p.means_i64(rows, m, idx, k, s0, s1, out, n))
+                        throw std::invalid_argument("indices must lie in [0, " + std::to_string(n) + ")");
+                      tmthreads::tick((s1 - s0) * k * m);
+                    },
+                    "resample");
 }
 
 // rouge-score's resample means: for s < S, out[s] = np.mean(rows[rs.randint(0, n, size=n)], axis=0)
@@ -684,27 +700,35 @@ static inline int64_t legacy_bootstrap_means(uint32_t* key, int64_t pos, const d
   std::atomic<int64_t> drawn{0};  // batches drawn so far; key and pos are handed on with it
   auto batches = [&](auto zero) {
     using I = decltype(zero);
-    tmp::parallel_for((S + per - 1) / per, 1, nthreads, [&] { return std::vector<I>((size_t)(std::min(per, S) * n)); },
+    tmthreads::parallel_for((S + per - 1) / per, 1, nthreads, [&] { return std::vector<I>((size_t)(std::min(per, S) * n)); },
                       [&](std::vector<I>& buf, int64_t b) {
-      const int64_t s0 = b * per, cnt = std::min(per, S - s0);
-      // batches are handed out in order, so the one drawing before this one is already at work; a failure
-      // there stops the loop, and checkpoint() then ends this wait too
-      while (drawn.load(std::memory_order_acquire) != b) {
-        tmp::checkpoint();
-        std::this_thread::yield();
-      }
-      if (rng == 0) std::fill(buf.begin(), buf.begin() + cnt * n, I(0));
-      else if constexpr (std::is_same_v<I, uint32_t>) pos = p.fill_u32(key, pos, (uint32_t)rng, buf.data(), cnt * n);
-      else pos = legacy::fill_masked64(key, pos, rng, buf.data(), cnt * n);
-      drawn.store(b + 1, std::memory_order_release);
-      if (!m) return;
-      if constexpr (std::is_same_v<I, uint32_t>) p.means_u32(rows, m, buf.data(), n, 0, cnt, out + s0 * m);
-      else p.means_i64(rows, m, buf.data(), n, 0, cnt, out + s0 * m, n);
-      tmp::tick(cnt * n * m);
-    }, "resample");
+                        const int64_t s0 = b * per, cnt = std::min(per, S - s0);
+                        // batches are handed out in order, so the one drawing before this one is already at work; a failure
+                        // there stops the loop, and checkpoint() then ends this wait too
+                        while (drawn.load(std::memory_order_acquire) != b) {
+                          tmthreads::checkpoint();
+                          std::this_thread::yield();
+                        }
+                        if (rng == 0)
+                          std::fill(buf.begin(), buf.begin() + cnt * n, I(0));
+                        else if constexpr (std::is_same_v<I, uint32_t>)
+                          pos = p.fill_u32(key, pos, (uint32_t)rng, buf.data(), cnt * n);
+                        else
+                          pos = legacy::fill_masked64(key, pos, rng, buf.data(), cnt * n);
+                        drawn.store(b + 1, std::memory_order_release);
+                        if (!m) return;
+                        if constexpr (std::is_same_v<I, uint32_t>)
+                          p.means_u32(rows, m, buf.data(), n, 0, cnt, out + s0 * m);
+                        else
+                          p.means_i64(rows, m, buf.data(), n, 0, cnt, out + s0 * m, n);
+                        tmthreads::tick(cnt * n * m);
+                      },
+                      "resample");
   };
-  if (rng <= 0xFFFFFFFFu) batches(uint32_t(0));
-  else batches(int64_t(0));
+  if (rng <= 0xFFFFFFFFu)
+    batches(uint32_t(0));
+  else
+    batches(int64_t(0));
   return pos;
 }
 

@@ -20,8 +20,8 @@ enum RougeKind : int { ROUGE_L = 10, ROUGE_LSUM = 11 };  // 1..9 = ROUGE-N
 
 // Tokens of a lowercased text: runs of [a-z0-9], stemmed if asked (cached per
 // thread), with the sentence index of each token ("\n" splits sentences).
-static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::string, std::string>& cache,
-                         Tokens& tok, std::vector<int32_t>& sents) {
+static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::string, std::string>& cache, Tokens& tok,
+                         std::vector<int32_t>& sents) {
   tok.clear();
   sents.clear();
   int32_t sent = 0;
@@ -30,7 +30,11 @@ static void rouge_tokens(const StrView& s, bool stem, std::unordered_map<std::st
   int64_t i = 0, n = s.len;
   while (i < n) {
     uint32_t c = at(s, i);
-    if (!is_tok(c)) { if (c == '\n') ++sent; ++i; continue; }
+    if (!is_tok(c)) {
+      if (c == '\n') ++sent;
+      ++i;
+      continue;
+    }
     int64_t j = i;
     const int32_t start = (int32_t)tok.text.size();
     while (j < n && is_tok(at(s, j))) tok.text.push_back(at(s, j++));
@@ -54,8 +58,8 @@ static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r
 // m x n tokens costs m n / 64 word operations (2^38: ~4e9, a few seconds); ROUGE-Lsum runs rouge-score's
 // DP over every sentence pair, M x N cells in all (2^32: a few seconds, and at most 512 MiB of direction
 // bits for one sentence pair). rouge-score itself needs hours far below either.
-constexpr double MAX_LCS_CELLS = 274877906944.0;   // 2^38
-constexpr double MAX_LSUM_CELLS = 4294967296.0;    // 2^32
+constexpr double MAX_LCS_CELLS = 274877906944.0;  // 2^38
+constexpr double MAX_LSUM_CELLS = 4294967296.0;   // 2^32
 
 static void check_cells(double cells, double limit, const char* what, int64_t m, int64_t n) {
   if (cells > limit)
@@ -70,16 +74,16 @@ static void check_cells(double cells, double limit, const char* what, int64_t m,
 // mask has words, for texts under 16M tokens).
 struct BitLCS {
   std::vector<uint64_t> pm, v, scratch;
-  std::vector<int32_t> slot;        // id -> index into `ids`, -1 if the id is not in a (all -1 between calls)
+  std::vector<int32_t> slot;  // id -> index into `ids`, -1 if the id is not in a (all -1 between calls)
   std::vector<int32_t> ids, cnt, first, pos, row;
   std::vector<int32_t> dp;
-  bool dirty = false;               // a call was interrupted before resetting `slot`
+  bool dirty = false;  // a call was interrupted before resetting `slot`
 
   // O(m n) time, O(n) memory: the reference the bit-parallel result is tested against.
   int64_t lcs_dp(const int32_t* a, int64_t m, const int32_t* b, int64_t n) {
     dp.assign((size_t)n + 1, 0);
     for (int64_t i = 0; i < m; ++i) {
-      tmp::tick(n);
+      tmthreads::tick(n);
       int32_t diag = 0;
       for (int64_t j = 1; j <= n; ++j) {
         const int32_t up = dp[j];
@@ -103,7 +107,10 @@ struct BitLCS {
     ids.clear();
     for (int64_t i = 0; i < m; ++i) {
       int32_t& s = slot[a[i]];
-      if (s < 0) { s = (int32_t)ids.size(); ids.push_back(a[i]); }
+      if (s < 0) {
+        s = (int32_t)ids.size();
+        ids.push_back(a[i]);
+      }
     }
     const size_t k = ids.size();
     if (T == 1) {
@@ -152,7 +159,7 @@ struct BitLCS {
         }
         if (!kept)
           for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
-        tmp::tick(W);
+        tmthreads::tick(W);
       }
     }
     for (int32_t id : ids) slot[id] = -1;
@@ -221,27 +228,39 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
         const int32_t x = ref[i - 1];
         const int64_t base = (i - 1) * n - 1;
         for (int64_t j = 1; j <= n; ++j) {
-          if (x == can[j - 1]) { t[j] = up[j - 1] + 1; continue; }
+          if (x == can[j - 1]) {
+            t[j] = up[j - 1] + 1;
+            continue;
+          }
           const bool l = t[j - 1] > up[j];
           t[j] = l ? t[j - 1] : up[j];
           if (l) w.left[(size_t)(base + j) >> 6] |= 1ULL << ((base + j) & 63);
         }
         w.prev.swap(w.cur);
-        tmp::tick(n);
+        tmthreads::tick(n);
       }
       // rouge-score's backtrack: take a match; else go left if the left cell is strictly larger; else up
       int64_t i = m, j = n;
       while (i > 0 && j > 0) {
         const int64_t b = (i - 1) * n + (j - 1);
-        if (ref[i - 1] == can[j - 1]) { w.in_union[i - 1] = 1; --i; --j; }
-        else if ((w.left[(size_t)b >> 6] >> (b & 63)) & 1) --j;
-        else --i;
+        if (ref[i - 1] == can[j - 1]) {
+          w.in_union[i - 1] = 1;
+          --i;
+          --j;
+        } else if ((w.left[(size_t)b >> 6] >> (b & 63)) & 1)
+          --j;
+        else
+          --i;
       }
     }
     for (int64_t i = 0; i < m; ++i) {
       if (!w.in_union[i]) continue;
       const int32_t tok = ref[i];
-      if (w.cnt_c[tok] > 0 && w.cnt_r[tok] > 0) { ++hits; w.cnt_c[tok]--; w.cnt_r[tok]--; }
+      if (w.cnt_c[tok] > 0 && w.cnt_r[tok] > 0) {
+        ++hits;
+        w.cnt_c[tok]--;
+        w.cnt_r[tok]--;
+      }
     }
   }
   return hits;
@@ -253,12 +272,18 @@ static int64_t lsum_hits(RougeWork& w, int tgt, size_t n_ids) {
 static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds, int nk, double* out /* nk x 3 */) {
   const int64_t np_ = (int64_t)w.lv.uni[0].size();
   int max_n = 0;
-  for (int q = 0; q < nk; ++q) if (kinds[q] < ROUGE_L) max_n = std::max(max_n, kinds[q]);
+  for (int q = 0; q < nk; ++q)
+    if (kinds[q] < ROUGE_L) max_n = std::max(max_n, kinds[q]);
   for (int q = 0; q < nk * 3; ++q) out[q] = 0.0;
   w.best_f.assign(nk, -1.0);
   auto offer = [&](int q, double p, double r) {
     const double f = fmeasure(p, r);
-    if (f > w.best_f[q]) { w.best_f[q] = f; out[3 * q] = p; out[3 * q + 1] = r; out[3 * q + 2] = f; }
+    if (f > w.best_f[q]) {
+      w.best_f[q] = f;
+      out[3 * q] = p;
+      out[3 * q + 1] = r;
+      out[3 * q + 2] = f;
+    }
   };
   // ROUGE-N: levels over all sequences at once
   if (max_n > 0) {
@@ -271,7 +296,8 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
         for (int k = 1; k <= K; ++k) {
           const int64_t tc = (int64_t)w.lv.at(k).size();
           const int64_t overlap = (pc > 0 && tc > 0) ? w.lv.clipped(k, 0) : 0;
-          offer(q, (double)overlap / (double)std::max<int64_t>(pc, 1), (double)overlap / (double)std::max<int64_t>(tc, 1));
+          offer(q, (double)overlap / (double)std::max<int64_t>(pc, 1),
+                (double)overlap / (double)std::max<int64_t>(tc, 1));
         }
       }
     }
@@ -281,7 +307,10 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
       for (int k = 1; k <= K; ++k) {
         const std::vector<int32_t>& t = w.lv.uni[k];
         const int64_t tc = (int64_t)t.size();
-        if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
+        if (tc == 0 || np_ == 0) {
+          offer(q, 0.0, 0.0);
+          continue;
+        }
         check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
         const int64_t L = w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids);
         offer(q, (double)L / (double)np_, (double)L / (double)tc);
@@ -290,13 +319,15 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
       for (int k = 1; k <= K; ++k) {
         const std::vector<int32_t>& t = w.lv.uni[k];
         const int64_t tc = (int64_t)t.size();
-        if (tc == 0 || np_ == 0) { offer(q, 0.0, 0.0); continue; }
+        if (tc == 0 || np_ == 0) {
+          offer(q, 0.0, 0.0);
+          continue;
+        }
         // One sentence with tokens on each side: every LCS token is a hit (each
         // occurs at least as often in both texts as in the LCS), so hits = LCS.
         const bool single = w.sents[k].front() == w.sents[k].back() && w.sents[0].front() == w.sents[0].back();
         check_cells((double)tc * (double)np_, single ? MAX_LCS_CELLS : MAX_LSUM_CELLS, "ROUGE-Lsum", tc, np_);
-        const int64_t hits = single ? w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids)
-                                    : lsum_hits(w, k, n_ids);
+        const int64_t hits = single ? w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids) : lsum_hits(w, k, n_ids);
         offer(q, (double)hits / (double)np_, (double)hits / (double)tc);
       }
     }
@@ -305,7 +336,10 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
 
 static void rouge_pair(const StrView& pred, const StrView* refs, int K, const int* kinds, int nk, bool stem,
                        RougeWork& w, double* out /* nk x 3 */) {
-  if ((int)w.toks.size() < K + 1) { w.toks.resize(K + 1); w.sents.resize(K + 1); }
+  if ((int)w.toks.size() < K + 1) {
+    w.toks.resize(K + 1);
+    w.sents.resize(K + 1);
+  }
   rouge_tokens(pred, stem, w.stems, w.toks[0], w.sents[0]);
   for (int k = 0; k < K; ++k) rouge_tokens(refs[k], stem, w.stems, w.toks[k + 1], w.sents[k + 1]);
   token_ids(w.toks, K + 1, w.tids, w.lv);
@@ -317,37 +351,50 @@ static void rouge_pair(const StrView& pred, const StrView* refs, int K, const in
 static inline void rouge_all_ids(const int64_t* tok, const int64_t* off, const int64_t* pred, int64_t n,
                                  const int64_t* ref_seq, const int64_t* seg, const int* kinds, int nk, double* out,
                                  int nthreads) {
-  struct Work { RougeWork r; IdMap map; std::vector<int64_t> seqs; };
-  tmp::parallel_for(n, 32, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
-    w.seqs.assign(1, pred[i]);
-    w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
-    const int nseq = (int)w.seqs.size();
-    const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.map, w.r.lv);
-    if ((int)w.r.sents.size() < nseq) w.r.sents.resize(nseq);
-    for (int s = 0; s < nseq; ++s) w.r.sents[s].assign(w.r.lv.uni[s].size(), 0);
-    rouge_scores_of(w.r, nseq - 1, n_ids, kinds, nk, out + i * nk * 3);
-  }, "ROUGE prediction");
+  struct Work {
+    RougeWork r;
+    IdMap map;
+    std::vector<int64_t> seqs;
+  };
+  tmthreads::parallel_for(
+      n, 32, nthreads, [] { return Work(); },
+      [&](Work& w, int64_t i) {
+        w.seqs.assign(1, pred[i]);
+        w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
+        const int nseq = (int)w.seqs.size();
+        const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.map, w.r.lv);
+        if ((int)w.r.sents.size() < nseq) w.r.sents.resize(nseq);
+        for (int s = 0; s < nseq; ++s) w.r.sents[s].assign(w.r.lv.uni[s].size(), 0);
+        rouge_scores_of(w.r, nseq - 1, n_ids, kinds, nk, out + i * nk * 3);
+      },
+      "ROUGE prediction");
 }
 
 // LCS length of each pair (a[a_off[p]:a_off[p+1]], b[b_off[p]:b_off[p+1]]), ids in [0, n_ids):
 // bit-parallel (each thread keeps an id table n_ids long).
-static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32_t* b, const int64_t* b_off,
-                             int64_t n, int32_t n_ids, int64_t* out, int nthreads) {
-  tmp::parallel_for(n, 64, nthreads, [] { return BitLCS(); }, [&](BitLCS& bl, int64_t p) {
-    const int32_t *pa = a + a_off[p], *pb = b + b_off[p];
-    const int64_t m = a_off[p + 1] - a_off[p], k = b_off[p + 1] - b_off[p];
-    check_cells((double)m * (double)k, MAX_LCS_CELLS, "the LCS", m, k);
-    out[p] = bl.lcs(pa, m, pb, k, (size_t)n_ids);
-  }, "pair");
+static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32_t* b, const int64_t* b_off, int64_t n,
+                             int32_t n_ids, int64_t* out, int nthreads) {
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return BitLCS(); },
+      [&](BitLCS& bl, int64_t p) {
+        const int32_t *pa = a + a_off[p], *pb = b + b_off[p];
+        const int64_t m = a_off[p + 1] - a_off[p], k = b_off[p + 1] - b_off[p];
+        check_cells((double)m * (double)k, MAX_LCS_CELLS, "the LCS", m, k);
+        out[p] = bl.lcs(pa, m, pb, k, (size_t)n_ids);
+      },
+      "pair");
 }
 
 // All pairs, parallel over pairs. refs: offsets[i]..offsets[i+1] are pair i's references.
 static inline void rouge_all(const StrView* preds, const StrView* refs, const int64_t* offsets, int64_t n,
                              const int* kinds, int nk, bool stem, double* out, int nthreads) {
-  tmp::parallel_for(n, 32, nthreads, [] { return RougeWork(); }, [&](RougeWork& w, int64_t i) {
-    rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
-               out + i * nk * 3);
-  }, "ROUGE prediction");
+  tmthreads::parallel_for(
+      n, 32, nthreads, [] { return RougeWork(); },
+      [&](RougeWork& w, int64_t i) {
+        rouge_pair(preds[i], refs + offsets[i], (int)(offsets[i + 1] - offsets[i]), kinds, nk, stem, w,
+                   out + i * nk * 3);
+      },
+      "ROUGE prediction");
 }
 
 }  // namespace tmt

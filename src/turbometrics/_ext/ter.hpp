@@ -34,7 +34,10 @@ constexpr int32_t INF = 1 << 30;
 constexpr int64_t MAX_CELLS = (int64_t)1 << 24;
 enum Op : char { NOP = ' ', SUB = 's', INS = 'i', DEL = 'd', UNDEF = 'x' };
 
-struct Cell { int32_t cost; char op; };
+struct Cell {
+  int32_t cost;
+  char op;
+};
 
 // Row i of the beam DP holds columns [lo[i], hi[i]) at cells[off[i]...]; the rest of the row is
 // {INF, UNDEF}. The band depends only on (n_h, n_r), so one layout serves every hypothesis of a search.
@@ -46,11 +49,17 @@ struct Band {
   void fit(int nh_, int nr_) {
     if (nh_ == nh && nr_ == nr) return;
     nh = nr = -1;  // until the rows are laid out
-    lo.resize((size_t)nh_ + 1); hi.resize((size_t)nh_ + 1); off.resize((size_t)nh_ + 2);
-    nh = nh_; nr = nr_;
+    lo.resize((size_t)nh_ + 1);
+    hi.resize((size_t)nh_ + 1);
+    off.resize((size_t)nh_ + 2);
+    nh = nh_;
+    nr = nr_;
     const double ratio = nh ? (double)nr / (double)nh : 1.0;
     const int64_t beam = BEAM_WIDTH < ratio / 2 ? (int64_t)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
-    lo[0] = 0; hi[0] = nr + 1; off[0] = 0; off[1] = nr + 1;
+    lo[0] = 0;
+    hi[0] = nr + 1;
+    off[0] = 0;
+    off[1] = nr + 1;
     for (int i = 1; i <= nh; ++i) {
       const int64_t diag = (int64_t)std::floor(i * ratio);
       lo[i] = (int32_t)std::min<int64_t>(nr + 1, std::max<int64_t>(0, diag - beam));
@@ -66,7 +75,7 @@ struct Band {
 
 struct Work {
   Band band;
-  std::vector<Cell> base, cand;          // the beam DP of the round's base hypothesis and of a candidate
+  std::vector<Cell> base, cand;  // the beam DP of the round's base hypothesis and of a candidate
   std::vector<int32_t> words, shifted, best_words;
   std::vector<char> trace;
   std::vector<int32_t> align, hyp_err, ref_err;
@@ -100,13 +109,17 @@ static int64_t beam_dp(const int32_t* h, int nh, const int32_t* r, int nr, const
       left = c.cost;
     };
     int j = lo;
-    if (j == 0 && j < hi) { row[0] = {above(0) + 1, DEL}; left = row[0].cost; j = 1; }
+    if (j == 0 && j < hi) {
+      row[0] = {above(0) + 1, DEL};
+      left = row[0].cost;
+      j = 1;
+    }
     // the row above holds both j - 1 and j for ulo < j < uhi: no bounds checks there
     const int fast_lo = std::min(hi, std::max(j, ulo + 1)), fast_hi = std::max(fast_lo, std::min(hi, uhi));
     for (; j < fast_lo; ++j) put(j, above(j - 1), above(j));
     for (; j < fast_hi; ++j) put(j, up[j - 1 - ulo].cost, up[j - ulo].cost);
     for (; j < hi; ++j) put(j, above(j - 1), above(j));
-    tmp::tick(hi - lo);
+    tmthreads::tick(hi - lo);
   }
   return b.get(dist, nh, nr).cost;
 }
@@ -118,9 +131,13 @@ static void alignment(const std::vector<Cell>& dist, int nh, int nr, Work& w) {
   for (int i = nh, j = nr; i > 0 || j > 0;) {
     const char op = w.band.get(dist, i, j).op;
     w.trace.push_back(op);
-    if (op == SUB || op == NOP) { --i; --j; }
-    else if (op == INS) --j;
-    else --i;  // DEL (UNDEF cannot be on the path: the last row spans every column)
+    if (op == SUB || op == NOP) {
+      --i;
+      --j;
+    } else if (op == INS)
+      --j;
+    else
+      --i;  // DEL (UNDEF cannot be on the path: the last row spans every column)
   }
   w.align.assign((size_t)nr, -1);
   w.hyp_err.clear();
@@ -135,7 +152,7 @@ static void alignment(const std::vector<Cell>& dist, int nh, int nr, Work& w) {
     } else if (op == DEL) {  // flipped to an insertion: a hypothesis word
       ++ph;
       w.hyp_err.push_back(1);
-    } else {                 // an insertion, flipped to a deletion: a reference word
+    } else {  // an insertion, flipped to a deletion: a reference word
       w.align[++pr] = ph;
       w.ref_err.push_back(1);
     }
@@ -144,15 +161,26 @@ static void alignment(const std::vector<Cell>& dist, int nh, int nr, Work& w) {
 
 static void perform_shift(const std::vector<int32_t>& s, int start, int len, int target, std::vector<int32_t>& out) {
   out.clear();
-  auto put = [&](int a, int b) { if (b > a) out.insert(out.end(), s.begin() + a, s.begin() + b); };
+  auto put = [&](int a, int b) {
+    if (b > a) out.insert(out.end(), s.begin() + a, s.begin() + b);
+  };
   const int n = (int)s.size();
   auto cl = [n](int x) { return x < 0 ? 0 : x > n ? n : x; };  // Python slice bounds
   if (target < start) {
-    put(0, cl(target)); put(start, cl(start + len)); put(cl(target), start); put(cl(start + len), n);
+    put(0, cl(target));
+    put(start, cl(start + len));
+    put(cl(target), start);
+    put(cl(start + len), n);
   } else if (target > start + len) {
-    put(0, start); put(cl(start + len), cl(target)); put(start, cl(start + len)); put(cl(target), n);
+    put(0, start);
+    put(cl(start + len), cl(target));
+    put(start, cl(start + len));
+    put(cl(target), n);
   } else {
-    put(0, start); put(cl(start + len), cl(len + target)); put(start, cl(start + len)); put(cl(len + target), n);
+    put(0, start);
+    put(cl(start + len), cl(len + target));
+    put(start, cl(start + len));
+    put(cl(len + target), n);
   }
 }
 
@@ -166,8 +194,8 @@ static inline int err_sum(const std::vector<int32_t>& e, int a, int len) {
 static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work& w) {
   if (nr == 0) return nh;
   auto too_many = [&](int64_t cells, const char* how) {
-    throw std::invalid_argument("TER of a " + std::to_string(nh) + "-token hypothesis against a " +
-                                std::to_string(nr) + "-token reference needs " + how + std::to_string(cells) +
+    throw std::invalid_argument("TER of a " + std::to_string(nh) + "-token hypothesis against a " + std::to_string(nr) +
+                                "-token reference needs " + how + std::to_string(cells) +
                                 " beam DP cells, over the limit of " + std::to_string(MAX_CELLS) +
                                 " (about a minute of shift search); split the segment");
   };
@@ -207,14 +235,21 @@ static int64_t edits(const int32_t* hyp, int nh, const int32_t* r, int nr, Work&
               std::copy(w.base.begin(), w.base.begin() + band.off[(size_t)common + 1], w.cand.begin());
               const int64_t score = pre - beam_dp(w.shifted.data(), nh, r, nr, band, w.cand, common);
               ++checked;
-              if (!have || score > b_score || (score == b_score && (len > b_len || (len == b_len &&
-                  (sh < b_start || (sh == b_start && idx < b_idx)))))) {
+              if (!have || score > b_score ||
+                  (score == b_score &&
+                   (len > b_len || (len == b_len && (sh < b_start || (sh == b_start && idx < b_idx)))))) {
                 have = true;
-                b_score = score; b_len = len; b_start = sh; b_idx = idx;
+                b_score = score;
+                b_len = len;
+                b_start = sh;
+                b_idx = idx;
                 w.best_words = w.shifted;
               }
             }
-            if (checked >= MAX_SHIFT_CANDIDATES) { stop = true; break; }
+            if (checked >= MAX_SHIFT_CANDIDATES) {
+              stop = true;
+              break;
+            }
           }
           if (nh == sh + len || nr == sr + len) break;  // one sequence is consumed
         }
@@ -253,9 +288,9 @@ static void ter_segment(const StrView& hyp, const StrView* refs, int nrefs, ter:
 }
 
 static inline void ter_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int64_t* out, int nthreads) {
-  tmp::parallel_for(n, 16, nthreads, [] { return ter::Work(); }, [&](ter::Work& w, int64_t i) {
-    ter_segment(hyps[i], refs + i * R, R, w, out + i * 3);
-  }, "TER segment");
+  tmthreads::parallel_for(
+      n, 16, nthreads, [] { return ter::Work(); },
+      [&](ter::Work& w, int64_t i) { ter_segment(hyps[i], refs + i * R, R, w, out + i * 3); }, "TER segment");
 }
 
 }  // namespace tmt

@@ -27,7 +27,7 @@ namespace tmt {
 struct StrView {
   const void* data;  // nullptr: no string (a missing reference)
   int64_t len;
-  int kind;          // bytes per code point: 1, 2 or 4
+  int kind;  // bytes per code point: 1, 2 or 4
 };
 
 static inline uint32_t at(const StrView& s, int64_t i) {
@@ -42,22 +42,24 @@ static inline uint32_t at(const StrView& s, int64_t i) {
 static inline bool is_space(uint32_t c) {
   if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
   if (c < 0x85) return false;
-  return c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 ||
-         c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+  return c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202f || c == 0x205f || c == 0x3000;
 }
 static inline bool is_digit(uint32_t c) { return c >= '0' && c <= '9'; }  // regex [0-9]
 static inline bool is_dot_comma(uint32_t c) { return c == '.' || c == ','; }
 // 13a's first class [\{-\~\[-\` -\&\(-\+\:-\@\/]: space and !"#$%&()*+/:;<=>?@[\]^_`{|}~
 static inline bool is_13a_punct(uint32_t c) {
-  return (c >= 0x7b && c <= 0x7e) || (c >= 0x5b && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
-         (c >= 0x28 && c <= 0x2b) || (c >= 0x3a && c <= 0x40) || c == 0x2f;
+  return (c >= 0x7b && c <= 0x7e) || (c >= 0x5b && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2b) ||
+         (c >= 0x3a && c <= 0x40) || c == 0x2f;
 }
 
 // std::allocator whose value-initialisation is default-initialisation: resize() leaves new numbers
 // unwritten. The 13a pass sizes a line's token buffers for its worst case (about 20 bytes a character)
 // before writing them; zero-filling them first was a quarter of the tokenizer's time.
 template <class T> struct NoFill : std::allocator<T> {
-  template <class U> struct rebind { typedef NoFill<U> other; };
+  template <class U> struct rebind {
+    typedef NoFill<U> other;
+  };
   NoFill() = default;
   template <class U> NoFill(const NoFill<U>&) noexcept {}
   template <class U> void construct(U* p) noexcept { ::new ((void*)p) U; }
@@ -199,7 +201,12 @@ struct Tokens {
   U32 text;
   Buf<int32_t> start, len;
   Buf<uint64_t> hash;
-  void clear() { text.clear(); start.clear(); len.clear(); hash.clear(); }
+  void clear() {
+    text.clear();
+    start.clear();
+    len.clear();
+    hash.clear();
+  }
   size_t size() const { return start.size(); }
 };
 
@@ -236,8 +243,13 @@ static void regexp_passes(U32& a, U32& b, bool pad, int need = -1) {
   uint32_t* o = b.data();
   if (pad) *o++ = ' ';
   for (uint32_t c : a) {
-    if (is_13a_punct(c)) { o[0] = ' '; o[1] = c; o[2] = ' '; o += 3; }
-    else *o++ = c;
+    if (is_13a_punct(c)) {
+      o[0] = ' ';
+      o[1] = c;
+      o[2] = ' ';
+      o += 3;
+    } else
+      *o++ = c;
   }
   if (pad) *o++ = ' ';
   b.resize(o - b.data());
@@ -248,9 +260,14 @@ static void regexp_passes(U32& a, U32& b, bool pad, int need = -1) {
     const size_t n = b.size();
     for (size_t i = 0; i < n;) {
       if (i + 1 < n && !is_digit(b[i]) && is_dot_comma(b[i + 1])) {
-        o[0] = b[i]; o[1] = ' '; o[2] = b[i + 1]; o[3] = ' '; o += 4;
+        o[0] = b[i];
+        o[1] = ' ';
+        o[2] = b[i + 1];
+        o[3] = ' ';
+        o += 4;
         i += 2;
-      } else *o++ = b[i++];
+      } else
+        *o++ = b[i++];
     }
     a.resize(o - a.data());
     // pass 3: ([\.,])([^0-9]) -> ' \1 \2'
@@ -259,22 +276,35 @@ static void regexp_passes(U32& a, U32& b, bool pad, int need = -1) {
     const size_t m = a.size();
     for (size_t i = 0; i < m;) {
       if (i + 1 < m && is_dot_comma(a[i]) && !is_digit(a[i + 1])) {
-        o[0] = ' '; o[1] = a[i]; o[2] = ' '; o[3] = a[i + 1]; o += 4;
+        o[0] = ' ';
+        o[1] = a[i];
+        o[2] = ' ';
+        o[3] = a[i + 1];
+        o += 4;
         i += 2;
-      } else *o++ = a[i++];
+      } else
+        *o++ = a[i++];
     }
     b.resize(o - b.data());
   }
-  if (!dash) { a.swap(b); return; }
+  if (!dash) {
+    a.swap(b);
+    return;
+  }
   // pass 4: ([0-9])(-) -> '\1 \2 '
   a.resize(2 * b.size());
   o = a.data();
   const size_t n = b.size();
   for (size_t i = 0; i < n;) {
     if (i + 1 < n && is_digit(b[i]) && b[i + 1] == '-') {
-      o[0] = b[i]; o[1] = ' '; o[2] = '-'; o[3] = ' '; o += 4;
+      o[0] = b[i];
+      o[1] = ' ';
+      o[2] = '-';
+      o[3] = ' ';
+      o += 4;
       i += 2;
-    } else *o++ = b[i++];
+    } else
+      *o++ = b[i++];
   }
   a.resize(o - a.data());
 }
@@ -286,7 +316,9 @@ static void tok_13a(U32& a, U32& b) {
   bool lt = false, nl = false, amp = false;
   int need = 0;
   for (uint32_t c : a) {
-    lt |= c == '<'; nl |= c == '\n'; amp |= c == '&';
+    lt |= c == '<';
+    nl |= c == '\n';
+    amp |= c == '&';
     need |= (is_dot_comma(c) ? 1 : 0) | (c == '-' ? 2 : 0);
   }
   if (lt) replace_all(a, "<skipped>", "", b);
@@ -303,14 +335,16 @@ static void tok_13a(U32& a, U32& b) {
   regexp_passes(a, b, true, need);
 }
 
-template <size_t K>
-static bool in_ranges(const uint32_t (&r)[K][2], uint32_t c) {
+template <size_t K> static bool in_ranges(const uint32_t (&r)[K][2], uint32_t c) {
   size_t lo = 0, hi = K;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (c < r[mid][0]) hi = mid;
-    else if (c > r[mid][1]) lo = mid + 1;
-    else return true;
+    if (c < r[mid][0])
+      hi = mid;
+    else if (c > r[mid][1])
+      lo = mid + 1;
+    else
+      return true;
   }
   return false;
 }
@@ -324,21 +358,33 @@ static void tok_intl(U32& a, U32& b) {
   b.clear();
   for (size_t i = 0; i < a.size();) {
     if (i + 1 < a.size() && !is_N(a[i]) && is_P(a[i + 1])) {
-      b.push_back(a[i]); b.push_back(' '); b.push_back(a[i + 1]); b.push_back(' ');
+      b.push_back(a[i]);
+      b.push_back(' ');
+      b.push_back(a[i + 1]);
+      b.push_back(' ');
       i += 2;
-    } else b.push_back(a[i++]);
+    } else
+      b.push_back(a[i++]);
   }
   a.clear();
   for (size_t i = 0; i < b.size();) {
     if (i + 1 < b.size() && is_P(b[i]) && !is_N(b[i + 1])) {
-      a.push_back(' '); a.push_back(b[i]); a.push_back(' '); a.push_back(b[i + 1]);
+      a.push_back(' ');
+      a.push_back(b[i]);
+      a.push_back(' ');
+      a.push_back(b[i + 1]);
       i += 2;
-    } else a.push_back(b[i++]);
+    } else
+      a.push_back(b[i++]);
   }
   b.clear();
   for (uint32_t c : a) {
-    if (is_S(c)) { b.push_back(' '); b.push_back(c); b.push_back(' '); }
-    else b.push_back(c);
+    if (is_S(c)) {
+      b.push_back(' ');
+      b.push_back(c);
+      b.push_back(' ');
+    } else
+      b.push_back(c);
   }
   a.swap(b);
 }
@@ -348,13 +394,13 @@ static void tok_intl(U32& a, U32& b) {
 // so they compare as U+2001..U+2A6D and U+2F81..U+2FA1.
 static inline bool is_zh(uint32_t c) {
   static const uint32_t R[][2] = {
-      {0x3400, 0x4db5}, {0x4e00, 0x9fa5}, {0x9fa6, 0x9fbb}, {0xf900, 0xfa2d}, {0xfa30, 0xfa6a},
-      {0xfa70, 0xfad9}, {0x2001, 0x2a6d}, {0x2f81, 0x2fa1}, {0xff00, 0xffef}, {0x2e80, 0x2eff},
-      {0x3000, 0x303f}, {0x31c0, 0x31ef}, {0x2f00, 0x2fdf}, {0x2ff0, 0x2fff}, {0x3100, 0x312f},
-      {0x31a0, 0x31bf}, {0xfe10, 0xfe1f}, {0xfe30, 0xfe4f}, {0x2600, 0x26ff}, {0x2700, 0x27bf},
-      {0x3200, 0x32ff}, {0x3300, 0x33ff}};
+      {0x3400, 0x4db5}, {0x4e00, 0x9fa5}, {0x9fa6, 0x9fbb}, {0xf900, 0xfa2d}, {0xfa30, 0xfa6a}, {0xfa70, 0xfad9},
+      {0x2001, 0x2a6d}, {0x2f81, 0x2fa1}, {0xff00, 0xffef}, {0x2e80, 0x2eff}, {0x3000, 0x303f}, {0x31c0, 0x31ef},
+      {0x2f00, 0x2fdf}, {0x2ff0, 0x2fff}, {0x3100, 0x312f}, {0x31a0, 0x31bf}, {0xfe10, 0xfe1f}, {0xfe30, 0xfe4f},
+      {0x2600, 0x26ff}, {0x2700, 0x27bf}, {0x3200, 0x32ff}, {0x3300, 0x33ff}};
   if (c < 0x2001) return false;
-  for (const auto& r : R) if (c >= r[0] && c <= r[1]) return true;
+  for (const auto& r : R)
+    if (c >= r[0] && c <= r[1]) return true;
   return false;
 }
 
@@ -366,8 +412,12 @@ static void tok_zh(U32& a, U32& b) {
   while (hi > lo && is_space(a[hi - 1])) --hi;
   b.clear();
   for (size_t i = lo; i < hi; ++i) {
-    if (is_zh(a[i])) { b.push_back(' '); b.push_back(a[i]); b.push_back(' '); }
-    else b.push_back(a[i]);
+    if (is_zh(a[i])) {
+      b.push_back(' ');
+      b.push_back(a[i]);
+      b.push_back(' ');
+    } else
+      b.push_back(a[i]);
   }
   a.swap(b);
   regexp_passes(a, b, false);
@@ -393,8 +443,14 @@ struct Table {
   uint8_t c[256];
   Table() {
     for (uint32_t u = 0; u < 256; ++u)
-      c[u] = u == '<' || u == '\n' || u == '&' ? SPECIAL : u == ' ' ? BLANK : is_13a_punct(u) ? PUNCT
-             : is_space(u) ? SPACE : is_digit(u) ? DIGIT : is_dot_comma(u) ? DOTCOMMA : u == '-' ? DASH : PLAIN;
+      c[u] = u == '<' || u == '\n' || u == '&' ? SPECIAL
+             : u == ' '                        ? BLANK
+             : is_13a_punct(u)                 ? PUNCT
+             : is_space(u)                     ? SPACE
+             : is_digit(u)                     ? DIGIT
+             : is_dot_comma(u)                 ? DOTCOMMA
+             : u == '-'                        ? DASH
+                                               : PLAIN;
   }
 };
 static const Table TABLE;
@@ -403,13 +459,13 @@ static inline bool white(uint8_t k) { return k == BLANK || k == SPACE; }
 
 // The streaming passes 2-4 and the split, their state in locals so that it stays in registers.
 struct State {
-  uint32_t h2 = 0, h3 = 0, h4 = 0;   // the character each pass holds back (one of lookahead)
-  uint8_t k2 = 0, k3 = 0, k4 = 0;    // its class
+  uint32_t h2 = 0, h3 = 0, h4 = 0;  // the character each pass holds back (one of lookahead)
+  uint8_t k2 = 0, k3 = 0, k4 = 0;   // its class
   bool has2 = false, has3 = false, has4 = false;
-  bool in = false;                   // the split is inside a token
-  int64_t nt = 0, tok0 = 0;          // characters written; the current token's first
-  uint32_t* txt;                     // the tokens' characters (sized for the most a line can give)
-  int32_t *start, *len;              // the next token's slots (likewise)
+  bool in = false;           // the split is inside a token
+  int64_t nt = 0, tok0 = 0;  // characters written; the current token's first
+  uint32_t* txt;             // the tokens' characters (sized for the most a line can give)
+  int32_t *start, *len;      // the next token's slots (likewise)
   uint64_t* hashes;
 };
 
@@ -424,60 +480,89 @@ static TM_AI void split(State& s, uint32_t c, uint8_t k) {
     if (s.in) end_token(s);
     return;
   }
-  if (!s.in) { s.tok0 = s.nt; *s.start++ = (int32_t)s.nt; s.in = true; }
+  if (!s.in) {
+    s.tok0 = s.nt;
+    *s.start++ = (int32_t)s.nt;
+    s.in = true;
+  }
   s.txt[s.nt++] = c;
 }
 // Pass 4: ([0-9])(-) -> '\1 \2 '
 static TM_AI void pass4(State& s, uint32_t c, uint8_t k) {
   if (s.has4) {
     if (s.k4 == DIGIT && k == DASH) {
-      split(s, s.h4, s.k4); split(s, ' ', BLANK); split(s, c, k); split(s, ' ', BLANK);
+      split(s, s.h4, s.k4);
+      split(s, ' ', BLANK);
+      split(s, c, k);
+      split(s, ' ', BLANK);
       s.has4 = false;
       return;
     }
     split(s, s.h4, s.k4);
   }
-  s.h4 = c; s.k4 = k; s.has4 = true;
+  s.h4 = c;
+  s.k4 = k;
+  s.has4 = true;
 }
 // Pass 3: ([\.,])([^0-9]) -> ' \1 \2'
 static TM_AI void pass3(State& s, uint32_t c, uint8_t k) {
   if (s.has3) {
     if (s.k3 == DOTCOMMA && k != DIGIT) {
-      pass4(s, ' ', BLANK); pass4(s, s.h3, s.k3); pass4(s, ' ', BLANK); pass4(s, c, k);
+      pass4(s, ' ', BLANK);
+      pass4(s, s.h3, s.k3);
+      pass4(s, ' ', BLANK);
+      pass4(s, c, k);
       s.has3 = false;
       return;
     }
     pass4(s, s.h3, s.k3);
   }
-  s.h3 = c; s.k3 = k; s.has3 = true;
+  s.h3 = c;
+  s.k3 = k;
+  s.has3 = true;
 }
 // Pass 2: ([^0-9])([\.,]) -> '\1 \2 '
 static TM_AI void pass2(State& s, uint32_t c, uint8_t k) {
   if (s.has2) {
     if (s.k2 != DIGIT && k == DOTCOMMA) {
-      pass3(s, s.h2, s.k2); pass3(s, ' ', BLANK); pass3(s, c, k); pass3(s, ' ', BLANK);
+      pass3(s, s.h2, s.k2);
+      pass3(s, ' ', BLANK);
+      pass3(s, c, k);
+      pass3(s, ' ', BLANK);
       s.has2 = false;
       return;
     }
     pass3(s, s.h2, s.k2);
   }
-  s.h2 = c; s.k2 = k; s.has2 = true;
+  s.h2 = c;
+  s.k2 = k;
+  s.has2 = true;
 }
 // Passes 2-4 and the split over one sub-word x[0, n), between blanks.
-template <class T>
-static void passes(State& s, const T* x, int64_t n) {
+template <class T> static void passes(State& s, const T* x, int64_t n) {
   pass2(s, ' ', BLANK);
   for (int64_t i = 0; i < n; ++i) pass2(s, x[i], cls(x[i]));
   pass2(s, ' ', BLANK);
-  if (s.has2) { pass3(s, s.h2, s.k2); s.has2 = false; }
-  if (s.has3) { pass4(s, s.h3, s.k3); s.has3 = false; }
-  if (s.has4) { split(s, s.h4, s.k4); s.has4 = false; }
+  if (s.has2) {
+    pass3(s, s.h2, s.k2);
+    s.has2 = false;
+  }
+  if (s.has3) {
+    pass4(s, s.h3, s.k3);
+    s.has3 = false;
+  }
+  if (s.has4) {
+    split(s, s.h4, s.k4);
+    s.has4 = false;
+  }
   if (s.in) end_token(s);
 }
 #undef TM_AI
 
 // What one 64-character word of a line holds, one bit per character, by class.
-struct Bits { uint64_t white = 0, punct = 0, dotcomma = 0, dash = 0, digit = 0, special = 0; };
+struct Bits {
+  uint64_t white = 0, punct = 0, dotcomma = 0, dash = 0, digit = 0, special = 0;
+};
 
 // A Latin-1 word 16 bytes at a time, into the same classes as TABLE (a test tries every byte). A range
 // test is one unsigned compare of x - lo.
@@ -489,8 +574,8 @@ static inline void classify(const uint8_t* x, int m, Bits& b) {
     auto in = [&](uint8_t lo, uint8_t hi) { return (u8x16)((u8x16)(v - lo) <= (uint8_t)(hi - lo)); };
     auto eq = [&](uint8_t c) { return (u8x16)(v == c); };
     const u8x16 white = in(0x09, 0x0d) | in(0x1c, 0x20) | eq(0x85) | eq(0xa0);
-    const u8x16 punct = (in(0x21, 0x2f) & ~in(0x2c, 0x2e) & ~eq('\'')) | in(0x3a, 0x40) | in(0x5b, 0x60) |
-                        in(0x7b, 0x7e);
+    const u8x16 punct =
+        (in(0x21, 0x2f) & ~in(0x2c, 0x2e) & ~eq('\'')) | in(0x3a, 0x40) | in(0x5b, 0x60) | in(0x7b, 0x7e);
     const int sh = 16 * q;
     b.white |= movemask(white) << sh;
     b.punct |= movemask(punct) << sh;
@@ -508,7 +593,9 @@ static inline void classify(const uint8_t* x, int m, Bits& b) {
 // or a word and its mark, so the marks are split off here (`plain`) and every token is read off the masks.
 // `bytes`: the line's copy as bytes (a wider character as ' ' or 'a', its class), 64 zero bytes after it.
 struct Scan {
-  struct Word { uint64_t S, N, P, mark, D; };
+  struct Word {
+    uint64_t S, N, P, mark, D;
+  };
   Buf<Word> words;
   Buf<uint64_t> D;
   Buf<int32_t> start, end;
@@ -519,7 +606,9 @@ struct Scan {
 
 // Scratch that only grows: a vector's resize upwards is an out-of-line call (std::vector's
 // _M_default_append), which a resize per line made a third of a short line's time.
-template <class V> static inline void at_least(V& v, size_t n) { if (v.size() < n) v.resize(n); }
+template <class V> static inline void at_least(V& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
 
 // The positions of the set bits of `bits`, plus base, to o; returns the end. Eight are written at a time
 // whatever the count (o has room for 8 more), so that the loop branches once per 8 bits, not per bit.
@@ -534,8 +623,7 @@ static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
 }
 
 // False when the line holds '<', '\n' or '&'.
-template <class T>
-static bool scan(const T* x, int64_t n, Scan& sc) {
+template <class T> static bool scan(const T* x, int64_t n, Scan& sc) {
   const int64_t words = n / 64 + 1;
   at_least(sc.words, (size_t)words + 1);
   at_least(sc.D, (size_t)words + 1);
@@ -585,7 +673,9 @@ static bool scan(const T* x, int64_t n, Scan& sc) {
     const uint64_t TE = (((N << 1) | tok_carry) & (S | (P << 1) | punct_carry)) | mark;
     st = bit_positions(TS, (int32_t)(64 * w), st);
     en = bit_positions(TE, (int32_t)(64 * w), en);
-    sep_carry = S >> 63; tok_carry = N >> 63; punct_carry = P >> 63;
+    sep_carry = S >> 63;
+    tok_carry = N >> 63;
+    punct_carry = P >> 63;
   }
   sc.count = (int32_t)(st - sc.start.data());
   return !special;
@@ -601,8 +691,7 @@ static inline bool any_d(const uint64_t* D, int64_t a, int64_t len) {
 }
 
 // x[0, n) -> o[0, n); Latin-1 16 characters at a time (o has 16 of slack).
-template <class T>
-static inline void widen(uint32_t* o, const T* x, int64_t n) {
+template <class T> static inline void widen(uint32_t* o, const T* x, int64_t n) {
   int64_t i = 0;
 #if defined(__SSE2__)  // (GCC's __builtin_convertvector goes through the stack here)
   if constexpr (sizeof(T) == 1) {
@@ -622,7 +711,12 @@ static inline void widen(uint32_t* o, const T* x, int64_t n) {
 
 // Where the tokens go: the next free slots of Tokens, in locals of tokenize (so in registers; State,
 // which the out-of-line passes take by reference, is made only for them).
-struct Out { uint32_t* txt; int32_t *start, *len; uint64_t* hash; int64_t nt; };
+struct Out {
+  uint32_t* txt;
+  int32_t *start, *len;
+  uint64_t* hash;
+  int64_t nt;
+};
 
 // The token [a, a + len), a span of the line as it stands (txt[0, n)); `bytes`: the line if Latin-1, with
 // 16 zero bytes after it, else null.
@@ -633,18 +727,23 @@ static inline __attribute__((always_inline)) void emit(Out& o, const uint8_t* by
 }
 
 // The passes over one sub-word, out of line: Out goes by value both ways, so the loop keeps its own in registers.
-template <class T>
-static __attribute__((noinline)) Out passes_out(Out o, const T* x, int64_t len) {
+template <class T> static __attribute__((noinline)) Out passes_out(Out o, const T* x, int64_t len) {
   State s;
-  s.txt = o.txt; s.start = o.start; s.len = o.len; s.hashes = o.hash; s.nt = o.nt;
+  s.txt = o.txt;
+  s.start = o.start;
+  s.len = o.len;
+  s.hashes = o.hash;
+  s.nt = o.nt;
   passes(s, x, len);
-  o.start = s.start; o.len = s.len; o.hash = s.hashes; o.nt = s.nt;
+  o.start = s.start;
+  o.len = s.len;
+  o.hash = s.hashes;
+  o.nt = s.nt;
   return o;
 }
 
 // The tokens of a line its scan found free of '<', '\n' and '&'.
-template <class T>
-static void tokens(const T* x, int64_t n, Scan& sc, Tokens& out) {
+template <class T> static void tokens(const T* x, int64_t n, Scan& sc, Tokens& out) {
   // the line, 16 of slack, then what the passes write (at most n characters); at most n tokens. Sizes only
   // grow here but for the token count: text is read through the spans alone.
   at_least(out.text, 2 * (size_t)n + 16);
@@ -688,7 +787,9 @@ static void tokens(const T* x, int64_t n, Scan& sc, Tokens& out) {
         o.start[0] = (int32_t)(a + len - 1);
         o.len[0] = 1;
         o.hash[0] = last == '.' ? HASH_DOT : HASH_COMMA;
-        o.start += mark; o.len += mark; o.hash += mark;
+        o.start += mark;
+        o.len += mark;
+        o.hash += mark;
         continue;
       }
     } else if (!any_d(D, a, len)) {
@@ -706,23 +807,34 @@ static void tokens(const T* x, int64_t n, Scan& sc, Tokens& out) {
 // False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, and split_into clears out).
 // Every token is a run of the line's characters (the passes insert blanks only), so the line is widened
 // once and most tokens are spans of it; the passes write theirs after it.
-template <class T>
-static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
+template <class T> static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
   if (!scan(x, n, sc)) return false;
   tokens(x, n, sc, out);
   return true;
 }
 }  // namespace t13a
 
-struct Scratch { U32 a, b; t13a::Scan scan; };
+struct Scratch {
+  U32 a, b;
+  t13a::Scan scan;
+};
 
 // The first n code points of s into a (one switch on the storage kind, not one per character).
 static void load(const StrView& s, int64_t n, U32& a) {
   a.resize((size_t)n);
   switch (s.kind) {
-    case 1: { const uint8_t* p = static_cast<const uint8_t*>(s.data); for (int64_t i = 0; i < n; ++i) a[i] = p[i]; break; }
-    case 2: { const uint16_t* p = static_cast<const uint16_t*>(s.data); for (int64_t i = 0; i < n; ++i) a[i] = p[i]; break; }
-    default: if (n) std::memcpy(a.data(), s.data, (size_t)n * 4);
+    case 1: {
+      const uint8_t* p = static_cast<const uint8_t*>(s.data);
+      for (int64_t i = 0; i < n; ++i) a[i] = p[i];
+      break;
+    }
+    case 2: {
+      const uint16_t* p = static_cast<const uint16_t*>(s.data);
+      for (int64_t i = 0; i < n; ++i) a[i] = p[i];
+      break;
+    }
+    default:
+      if (n) std::memcpy(a.data(), s.data, (size_t)n * 4);
   }
 }
 
@@ -731,19 +843,25 @@ static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   int64_t end = s.len;
   while (end > 0 && is_space(at(s, end - 1))) --end;
   if (tok == TOK_13A) {  // one pass, unless the line needs the literal replacements
-    const bool done = s.kind == 1 ? t13a::tokenize(static_cast<const uint8_t*>(s.data), end, out, w.scan)
-                    : s.kind == 2 ? t13a::tokenize(static_cast<const uint16_t*>(s.data), end, out, w.scan)
-                                  : t13a::tokenize(static_cast<const uint32_t*>(s.data), end, out, w.scan);
+    const bool done = s.kind == 1   ? t13a::tokenize(static_cast<const uint8_t*>(s.data), end, out, w.scan)
+                      : s.kind == 2 ? t13a::tokenize(static_cast<const uint16_t*>(s.data), end, out, w.scan)
+                                    : t13a::tokenize(static_cast<const uint32_t*>(s.data), end, out, w.scan);
     if (done) return;
   }
   U32& a = w.a;
   load(s, end, a);
-  if (tok == TOK_13A) tok_13a(a, w.b);
-  else if (tok == TOK_INTL) tok_intl(a, w.b);
-  else if (tok == TOK_ZH) tok_zh(a, w.b);
+  if (tok == TOK_13A)
+    tok_13a(a, w.b);
+  else if (tok == TOK_INTL)
+    tok_intl(a, w.b);
+  else if (tok == TOK_ZH)
+    tok_zh(a, w.b);
   else if (tok == TOK_CHAR) {  // ' '.join(line): every non-space code point is a token
     w.b.clear();
-    for (uint32_t c : a) { w.b.push_back(c); w.b.push_back(' '); }
+    for (uint32_t c : a) {
+      w.b.push_back(c);
+      w.b.push_back(' ');
+    }
     a.swap(w.b);
   }
   split_into(a, out);
@@ -777,7 +895,10 @@ struct IdMap {
   int32_t next = 0;
   void reset(size_t n_items) {
     const size_t cap = first_capacity(n_items);
-    if (keys.size() < cap) { keys.resize(cap); vals.resize(cap); }
+    if (keys.size() < cap) {
+      keys.resize(cap);
+      vals.resize(cap);
+    }
     mask = cap - 1;
     shift = fib_shift(cap);
     std::fill(vals.begin(), vals.begin() + cap, -1);
@@ -817,7 +938,12 @@ struct IdMap {
 // at the tokens' text, which must outlive the map, unless reset(n, true) asks it to keep its own copy
 // of each distinct token (chrF reads one text at a time and reuses the buffer).
 struct TokenIds {
-  struct Slot { uint64_t hash; const uint32_t* p; int32_t len; int32_t id; };
+  struct Slot {
+    uint64_t hash;
+    const uint32_t* p;
+    int32_t len;
+    int32_t id;
+  };
   std::vector<Slot> slots;
   size_t mask = 0;
   int shift = 64;
@@ -851,10 +977,11 @@ struct TokenIds {
     mask = cap - 1;
     shift = sh;
   }
-  size_t used = 0;  // chunks in use
+  size_t used = 0;                                                       // chunks in use
   static bool same(const uint32_t* a, const uint32_t* b, int32_t len) {  // inline: most tokens are short
     if (len > 16) return std::memcmp(a, b, (size_t)len * sizeof(uint32_t)) == 0;
-    for (int32_t i = 0; i < len; ++i) if (a[i] != b[i]) return false;
+    for (int32_t i = 0; i < len; ++i)
+      if (a[i] != b[i]) return false;
     return true;
   }
   const uint32_t* keep(const uint32_t* p, int32_t len) {
@@ -898,13 +1025,24 @@ struct Levels {
 
   void begin(int nseq_, size_t n_unigram_ids) {
     nseq = nseq_;
-    if ((int)uni.size() < nseq) { uni.resize(nseq); gram.resize(nseq); }
+    if ((int)uni.size() < nseq) {
+      uni.resize(nseq);
+      gram.resize(nseq);
+    }
     total = 0;
-    for (int s = 0; s < nseq; ++s) { gram[s] = uni[s]; total += uni[s].size(); }
+    for (int s = 0; s < nseq; ++s) {
+      gram[s] = uni[s];
+      total += uni[s].size();
+    }
     n_ids = n_unigram_ids;
     fit();
   }
-  void fit() { if (cnt.size() < n_ids + 1) { cnt.assign(n_ids + 1, 0); cnt2.assign(n_ids + 1, 0); } }
+  void fit() {
+    if (cnt.size() < n_ids + 1) {
+      cnt.assign(n_ids + 1, 0);
+      cnt2.assign(n_ids + 1, 0);
+    }
+  }
   // ids of the n-grams of sequence s at the current level
   const std::vector<int32_t>& at(int s) const { return gram[s]; }
   // advance from n-grams to (n+1)-grams
@@ -913,8 +1051,7 @@ struct Levels {
     for (int s = 0; s < nseq; ++s) {
       std::vector<int32_t>& g = gram[s];
       const int64_t m = (int64_t)uni[s].size() - n;
-      for (int64_t i = 0; i < m; ++i)
-        g[i] = pairs.id(((uint64_t)(uint32_t)g[i] << 32) | (uint32_t)uni[s][i + n]);
+      for (int64_t i = 0; i < m; ++i) g[i] = pairs.id(((uint64_t)(uint32_t)g[i] << 32) | (uint32_t)uni[s][i + n]);
       g.resize(m > 0 ? (size_t)m : 0);
     }
     n_ids = (size_t)pairs.next;
@@ -925,7 +1062,11 @@ struct Levels {
     for (int32_t g : gram[b]) cnt2[g]++;
     int64_t m = 0;
     for (int32_t g : gram[a]) cnt[g]++;
-    for (int32_t g : gram[a]) if (cnt[g]) { m += std::min(cnt[g], cnt2[g]); cnt[g] = 0; }
+    for (int32_t g : gram[a])
+      if (cnt[g]) {
+        m += std::min(cnt[g], cnt2[g]);
+        cnt[g] = 0;
+      }
     for (int32_t g : gram[b]) cnt2[g] = 0;
     return m;
   }
@@ -946,7 +1087,10 @@ static void token_ids(const std::vector<Tokens>& toks, int nseq, TokenIds& tids,
   size_t total = 0;
   for (int s = 0; s < nseq; ++s) total += toks[s].size();
   tids.reset(total);
-  if ((int)lv.uni.size() < nseq) { lv.uni.resize(nseq); lv.gram.resize(nseq); }
+  if ((int)lv.uni.size() < nseq) {
+    lv.uni.resize(nseq);
+    lv.gram.resize(nseq);
+  }
   for (int s = 0; s < nseq; ++s) sequence_ids(toks[s], tids, lv.uni[s]);
 }
 
@@ -956,7 +1100,7 @@ struct BleuWork {
   Scratch scratch;
   std::vector<Tokens> toks;  // [0] hypothesis, then the references present
   TokenIds tids;
-  IdMap ids;                 // token-ID input: the ids made dense
+  IdMap ids;  // token-ID input: the ids made dense
   Levels lv;
   std::vector<int32_t> refmax;
   std::vector<uint64_t> masks, hmask;  // bleu_counts_short
@@ -979,8 +1123,8 @@ struct BleuWork {
 // TURBOMETRICS_SIMD=baseline takes the baseline's code, as it does for the dense paths.
 static inline bool have_popcnt() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool yes = tmcpu::features().popcnt &&
-                          !(std::getenv("TURBOMETRICS_SIMD") && std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
+  static const bool yes = tmcpu::features().popcnt && !(std::getenv("TURBOMETRICS_SIMD") &&
+                                                        std::strcmp(std::getenv("TURBOMETRICS_SIMD"), "baseline") == 0);
   return yes;
 #else
   return true;
@@ -1018,17 +1162,17 @@ TM_POPCNT_TARGET static int64_t bleu_short_correct_popcnt(const uint64_t* H, int
   return bleu_short_correct<true>(H, Lh, m, R);
 }
 
-
 static bool bleu_counts_short(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out) {
   const std::vector<std::vector<int32_t>>& uni = w.lv.uni;
-  for (int s = 0; s < nseq; ++s) if (uni[s].size() > 64) return false;
+  for (int s = 0; s < nseq; ++s)
+    if (uni[s].size() > 64) return false;
   const std::vector<int32_t>& h = uni[0];
   const int Lh = (int)h.size(), R = nseq - 1;
   std::vector<uint64_t>& mask = w.masks;  // (R + 1) x n_ids, zero between uses
   if (mask.size() < (size_t)nseq * n_ids) mask.assign((size_t)nseq * n_ids, 0);
   for (int s = 0; s < nseq; ++s)
     for (size_t p = 0; p < uni[s].size(); ++p) mask[(size_t)s * n_ids + uni[s][p]] |= (uint64_t)1 << p;
-  std::vector<uint64_t>& H = w.hmask;       // H[i], then M_s[i] at (s) * Lh + i
+  std::vector<uint64_t>& H = w.hmask;  // H[i], then M_s[i] at (s) * Lh + i
   H.resize((size_t)nseq * Lh);
   for (int s = 0; s < nseq; ++s)
     for (int i = 0; i < Lh; ++i) H[(size_t)s * Lh + i] = mask[(size_t)s * n_ids + h[i]];
@@ -1053,7 +1197,10 @@ static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out
   int64_t best_diff = -1, ref_len = -1;  // closest reference length; on a tie the shorter
   for (int s = 1; s < nseq; ++s) {
     int64_t L = (int64_t)lv.uni[s].size(), d = L > hyp_len ? L - hyp_len : hyp_len - L;
-    if (best_diff < 0 || d < best_diff || (d == best_diff && L < ref_len)) { best_diff = d; ref_len = L; }
+    if (best_diff < 0 || d < best_diff || (d == best_diff && L < ref_len)) {
+      best_diff = d;
+      ref_len = L;
+    }
   }
   out[0] = hyp_len;
   out[1] = ref_len;
@@ -1064,7 +1211,7 @@ static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out
   if (bleu_counts_short(w, nseq, n_ids, N, out)) return;
   lv.begin(nseq, n_ids);
   for (int n = 1; n <= N; ++n) {
-    tmp::tick((int64_t)lv.total);  // a long segment is seconds of work
+    tmthreads::tick((int64_t)lv.total);  // a long segment is seconds of work
     if (n > 1) lv.next(n - 1);
     const std::vector<int32_t>& gh = lv.at(0);
     out[1 + n] = 0;
@@ -1074,22 +1221,31 @@ static void bleu_counts(BleuWork& w, int nseq, size_t n_ids, int N, int64_t* out
       // clip by the maximum count over the references
       for (int s = 1; s < nseq; ++s) {
         lv.touched.clear();
-        for (int32_t g : lv.at(s)) if (lv.cnt2[g]++ == 0) lv.touched.push_back(g);
-        for (int32_t g : lv.touched) { w.refmax[g] = std::max(w.refmax[g], lv.cnt2[g]); lv.cnt2[g] = 0; }
+        for (int32_t g : lv.at(s))
+          if (lv.cnt2[g]++ == 0) lv.touched.push_back(g);
+        for (int32_t g : lv.touched) {
+          w.refmax[g] = std::max(w.refmax[g], lv.cnt2[g]);
+          lv.cnt2[g] = 0;
+        }
       }
       int64_t correct = 0;
       for (int32_t g : gh) lv.cnt[g]++;
-      for (int32_t g : gh) if (lv.cnt[g]) { correct += std::min(lv.cnt[g], w.refmax[g]); lv.cnt[g] = 0; }
+      for (int32_t g : gh)
+        if (lv.cnt[g]) {
+          correct += std::min(lv.cnt[g], w.refmax[g]);
+          lv.cnt[g] = 0;
+        }
       out[1 + n] = correct;
-      for (int s = 1; s < nseq; ++s) for (int32_t g : lv.at(s)) w.refmax[g] = 0;
+      for (int s = 1; s < nseq; ++s)
+        for (int32_t g : lv.at(s)) w.refmax[g] = 0;
     }
   }
 }
 
 // One segment of text. refs: nrefs views, nullptr data = absent (at least one is present).
 // tok_ref differs from tok when the references come already tokenized (TOK_NONE).
-static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int tok_ref, int N,
-                         BleuWork& w, int64_t* out) {
+static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int tok, int tok_ref, int N, BleuWork& w,
+                         int64_t* out) {
   int nseq = 1;
   if ((int)w.toks.size() < nrefs + 1) w.toks.resize(nrefs + 1);
   tokenize(hyp, tok, w.scratch, w.toks[0]);
@@ -1101,12 +1257,14 @@ static void bleu_segment(const StrView& hyp, const StrView* refs, int nrefs, int
 
 // Token-ID sequences (any int64 values) made dense, exactly: seq s is tok[off[s]:off[s + 1]] for s in
 // seqs[0..nseq). Into lv.uni[0..nseq); returns the number of distinct ids.
-static size_t dense_ids(const int64_t* tok, const int64_t* off, const int64_t* seqs, int nseq, IdMap& map,
-                        Levels& lv) {
+static size_t dense_ids(const int64_t* tok, const int64_t* off, const int64_t* seqs, int nseq, IdMap& map, Levels& lv) {
   int64_t total = 0;
   for (int s = 0; s < nseq; ++s) total += off[seqs[s] + 1] - off[seqs[s]];
   map.reset((size_t)total);
-  if ((int)lv.uni.size() < nseq) { lv.uni.resize(nseq); lv.gram.resize(nseq); }
+  if ((int)lv.uni.size() < nseq) {
+    lv.uni.resize(nseq);
+    lv.gram.resize(nseq);
+  }
   for (int s = 0; s < nseq; ++s) {
     const int64_t a = off[seqs[s]], b = off[seqs[s] + 1];
     std::vector<int32_t>& u = lv.uni[s];
@@ -1121,21 +1279,26 @@ static size_t dense_ids(const int64_t* tok, const int64_t* off, const int64_t* s
 static inline void bleu_stats_ids(const int64_t* tok, const int64_t* off, const int64_t* hyp, int64_t n,
                                   const int64_t* ref_seq, const int64_t* seg, int N, int64_t* out, int nthreads) {
   const int64_t W = 2 + 2 * (int64_t)N;
-  struct Work { BleuWork b; std::vector<int64_t> seqs; };
-  tmp::parallel_for(n, 64, nthreads, [] { return Work(); }, [&](Work& w, int64_t i) {
-    w.seqs.assign(1, hyp[i]);
-    w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
-    const int nseq = (int)w.seqs.size();
-    const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.b.ids, w.b.lv);
-    bleu_counts(w.b, nseq, n_ids, N, out + i * W);
-  }, "BLEU segment");
+  struct Work {
+    BleuWork b;
+    std::vector<int64_t> seqs;
+  };
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return Work(); },
+      [&](Work& w, int64_t i) {
+        w.seqs.assign(1, hyp[i]);
+        w.seqs.insert(w.seqs.end(), ref_seq + seg[i], ref_seq + seg[i + 1]);
+        const int nseq = (int)w.seqs.size();
+        const size_t n_ids = dense_ids(tok, off, w.seqs.data(), nseq, w.b.ids, w.b.lv);
+        bleu_counts(w.b, nseq, n_ids, N, out + i * W);
+      },
+      "BLEU segment");
 }
 
 // ---------------------------------------------------------------- chrF statistics
 
 static inline bool is_ascii_punct(uint32_t c) {  // string.punctuation
-  return (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b && c <= 0x60) ||
-         (c >= 0x7b && c <= 0x7e);
+  return (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b && c <= 0x60) || (c >= 0x7b && c <= 0x7e);
 }
 
 // chrF's words: split(), then one leading or trailing ASCII punctuation mark
@@ -1148,13 +1311,18 @@ static void chrf_words(U32& s, Tokens& out, Buf<int32_t>& start, Buf<int32_t>& l
   for (size_t i = 0; i < out.size(); ++i) {
     int32_t a = out.start[i], L = out.len[i];
     if (L > 1 && is_ascii_punct(out.text[a + L - 1])) {
-      start.push_back(a); len.push_back(L - 1);
-      start.push_back(a + L - 1); len.push_back(1);
+      start.push_back(a);
+      len.push_back(L - 1);
+      start.push_back(a + L - 1);
+      len.push_back(1);
     } else if (L > 1 && is_ascii_punct(out.text[a])) {
-      start.push_back(a); len.push_back(1);
-      start.push_back(a + 1); len.push_back(L - 1);
+      start.push_back(a);
+      len.push_back(1);
+      start.push_back(a + 1);
+      len.push_back(L - 1);
     } else {
-      start.push_back(a); len.push_back(L);
+      start.push_back(a);
+      len.push_back(L);
     }
   }
   out.start.swap(start);
@@ -1166,7 +1334,10 @@ static void chrf_chars(const U32& s, bool whitespace, Tokens& out) {
   out.clear();
   out.text = s;
   for (size_t i = 0; i < s.size(); ++i)
-    if (whitespace || !is_space(s[i])) { out.start.push_back((int32_t)i); out.len.push_back(1); }
+    if (whitespace || !is_space(s[i])) {
+      out.start.push_back((int32_t)i);
+      out.len.push_back(1);
+    }
 }
 
 // sacrebleu's CHRF._compute_f_score, operation for operation. st: 3 ints per order.
@@ -1180,11 +1351,19 @@ static double chrf_f(const int64_t* st, int order, double beta, bool eps_smoothi
     const double rec = n_ref > 0 ? (double)n_match / (double)n_ref : eps;
     const double denom = factor * prec + rec;
     score += denom > 0 ? (1 + factor) * prec * rec / denom : eps;
-    if (n_hyp > 0 && n_ref > 0) { avg_prec += prec; avg_rec += rec; eff += 1; }
+    if (n_hyp > 0 && n_ref > 0) {
+      avg_prec += prec;
+      avg_rec += rec;
+      eff += 1;
+    }
   }
   if (eps_smoothing) return 100 * score / order;
-  if (eff == 0) avg_prec = avg_rec = 0.0;
-  else { avg_prec /= eff; avg_rec /= eff; }
+  if (eff == 0)
+    avg_prec = avg_rec = 0.0;
+  else {
+    avg_prec /= eff;
+    avg_rec /= eff;
+  }
   if (avg_prec + avg_rec != 0.0) {
     double f = (1 + factor) * avg_prec * avg_rec;
     f /= (factor * avg_prec) + avg_rec;
@@ -1196,17 +1375,21 @@ static double chrf_f(const int64_t* st, int order, double beta, bool eps_smoothi
 // Counts of the n-grams of one hypothesis, each n-gram packed into a key of n symbols of `bits` bits
 // (n * bits <= the key's width): exact, and the memory follows the hypothesis's distinct n-grams
 // (a 50 MB text's tokens or characters are never stored one by one).
-template <class Key>
-struct GramCounts {
-  struct Slot { Key key; int32_t h, r; };  // h: count in the hypothesis (0: empty), r: in the reference
+template <class Key> struct GramCounts {
+  struct Slot {
+    Key key;
+    int32_t h, r;
+  };  // h: count in the hypothesis (0: empty), r: in the reference
   static constexpr size_t TRACKED = 1 << 16;
   std::vector<Slot> slots;
   std::vector<uint32_t> filled;  // the slots in use while the table is small: clearing costs the n-grams,
   size_t mask = 0, used = 0;     // not the table (most segments are short); a large table is scanned
   // Empty, sized for a hypothesis of `expect` n-grams (the table grows at 3/4 load from there).
   void reset(size_t expect) {
-    if (mask + 1 <= TRACKED) for (uint32_t j : filled) slots[j] = Slot{Key(0), 0, 0};
-    else slots.clear();
+    if (mask + 1 <= TRACKED)
+      for (uint32_t j : filled) slots[j] = Slot{Key(0), 0, 0};
+    else
+      slots.clear();
     filled.clear();
     const size_t cap = first_capacity(expect);
     if (slots.size() < cap || slots.size() > 64 * cap) slots.assign(cap, Slot{Key(0), 0, 0});
@@ -1261,8 +1444,10 @@ struct GramCounts {
     return false;
   }
   void clear_refs() {
-    if (mask + 1 <= TRACKED) for (uint32_t j : filled) slots[j].r = 0;
-    else for (size_t j = 0; j <= mask; ++j) slots[j].r = 0;
+    if (mask + 1 <= TRACKED)
+      for (uint32_t j : filled) slots[j].r = 0;
+    else
+      for (size_t j = 0; j <= mask; ++j) slots[j].r = 0;
   }
 };
 
@@ -1276,9 +1461,13 @@ struct SmallCounts {
     for (uint32_t k : filled) h[k] = r[k] = 0;
     filled.clear();
   }
-  void add(uint64_t k) { if (h[k]++ == 0) filled.push_back((uint32_t)k); }
+  void add(uint64_t k) {
+    if (h[k]++ == 0) filled.push_back((uint32_t)k);
+  }
   bool match(uint64_t k) { return h[k] > 0 && r[k]++ < h[k]; }
-  void clear_refs() { for (uint32_t k : filled) r[k] = 0; }
+  void clear_refs() {
+    for (uint32_t k : filled) r[k] = 0;
+  }
 };
 
 typedef unsigned __int128 u128;
@@ -1296,7 +1485,7 @@ struct ChrfWork {
   Buf<int32_t> start, len;  // chrf_words' scratch
   // chrf_chars_short's scratch: symbol -> id (0: not in the hypothesis), position masks, ids
   uint8_t latin[256] = {};
-  std::vector<uint32_t> wide;            // the hypothesis' symbols >= 256, and their ids
+  std::vector<uint32_t> wide;  // the hypothesis' symbols >= 256, and their ids
   std::vector<uint64_t> masks, sets;
   std::vector<int32_t> hyp_id, wide_id;
 };
@@ -1306,8 +1495,7 @@ static inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0
 // Per-order [hyp, ref, match] triples of order n for each reference, into w.per_ref at column `col`:
 // each(s, f) calls f(symbol) for every symbol of sequence s (0: the hypothesis, 1..R: the references).
 template <class Key, class Counts, class Each>
-static void count_order(Counts& g, int n, int bits, int R, int order, int col, int64_t expect, Each each,
-                        ChrfWork& w) {
+static void count_order(Counts& g, int n, int bits, int R, int order, int col, int64_t expect, Each each, ChrfWork& w) {
   const int width = n * bits;
   const Key keep = width >= (int)(8 * sizeof(Key)) ? ~Key(0) : (Key(1) << width) - 1;
   g.reset((size_t)expect);
@@ -1318,7 +1506,7 @@ static void count_order(Counts& g, int n, int bits, int R, int order, int col, i
     if (++seen >= n) g.add(k);
   });
   const int64_t nh = std::max<int64_t>(0, seen - n + 1);
-  tmp::tick(seen);  // a text of 2^28 characters is ~1 s an order
+  tmthreads::tick(seen);  // a text of 2^28 characters is ~1 s an order
   for (int r = 1; r <= R; ++r) {
     if (r > 1) g.clear_refs();
     int64_t match = 0;
@@ -1329,7 +1517,7 @@ static void count_order(Counts& g, int n, int bits, int R, int order, int col, i
       if (++seen >= n && g.match(k)) ++match;
     });
     const int64_t nr = std::max<int64_t>(0, seen - n + 1);
-    tmp::tick(seen);
+    tmthreads::tick(seen);
     int64_t* st = &w.per_ref[((size_t)(r - 1) * order + col) * 3];
     st[0] = nr > 0 ? nh : 0;
     st[1] = nr;
@@ -1369,10 +1557,15 @@ static void level_orders(int first, int N, int base, int R, int order, ChrfWork&
 }
 
 // chrf_chars_short's orders, for masks of W words; HW: the CPU's popcount instruction.
-template <int W, bool HW>
-static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R, int order, int Lh,
-                                                                    size_t per_text, ChrfWork& w) {
-  auto pop = [](uint64_t x) { if constexpr (HW) return __builtin_popcountll(x); else return popcount64(x); };
+template <int W, bool HW> static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R, int order,
+                                                                                              int Lh, size_t per_text,
+                                                                                              ChrfWork& w) {
+  auto pop = [](uint64_t x) {
+    if constexpr (HW)
+      return __builtin_popcountll(x);
+    else
+      return popcount64(x);
+  };
   const std::vector<U32>& sym = w.sym;
   const std::vector<int32_t>& hid = w.hyp_id;
   const std::vector<uint64_t>& mask = w.masks;
@@ -1381,7 +1574,8 @@ static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R
   sets.resize((size_t)(R + 1) * Lh * W);
   for (int s = 0; s <= R; ++s)
     for (int i = 0; i < Lh; ++i)
-      for (int q = 0; q < W; ++q) sets[((size_t)s * Lh + i) * W + q] = mask[(size_t)s * per_text + (size_t)hid[i] * W + q];
+      for (int q = 0; q < W; ++q)
+        sets[((size_t)s * Lh + i) * W + q] = mask[(size_t)s * per_text + (size_t)hid[i] * W + q];
   for (int n = 1; n <= N; ++n) {
     const int m = Lh - n + 1;  // hypothesis n-grams
     if (n > 1 && m > 0) {
@@ -1413,7 +1607,10 @@ static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R
         for (int q = 0; q < wi; ++q) before |= H[q];
         if constexpr (HW) {  // without branches: which n-grams repeat is data, not a pattern
           int ch = 0, cm = 0;
-          for (int q = 0; q < W; ++q) { ch += pop(H[q]); cm += pop(M[q]); }
+          for (int q = 0; q < W; ++q) {
+            ch += pop(H[q]);
+            cm += pop(M[q]);
+          }
           match += before ? 0 : std::min(ch, cm);  // at this n-gram's first position
         } else {
           if (before) continue;  // not this n-gram's first position
@@ -1426,7 +1623,10 @@ static inline __attribute__((always_inline)) void chrf_short_orders(int N, int R
             continue;
           }
           int ch = 0, cm = 0;
-          for (int q = 0; q < W; ++q) { ch += pop(H[q]); cm += pop(M[q]); }
+          for (int q = 0; q < W; ++q) {
+            ch += pop(H[q]);
+            cm += pop(M[q]);
+          }
           match += std::min(ch, cm);
         }
       }
@@ -1449,7 +1649,8 @@ static inline __attribute__((always_inline)) void chrf_short_orders_by(int W, in
     default: chrf_short_orders<4, HW>(N, R, order, Lh, per_text, w);
   }
 }
-TM_POPCNT_TARGET static void chrf_short_orders_popcnt(int W, int N, int R, int order, int Lh, size_t per_text, ChrfWork& w) {
+TM_POPCNT_TARGET static void chrf_short_orders_popcnt(int W, int N, int R, int order, int Lh, size_t per_text,
+                                                      ChrfWork& w) {
   chrf_short_orders_by<true>(W, N, R, order, Lh, per_text, w);
 }
 
@@ -1480,7 +1681,8 @@ static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
       if (!w.latin[c] && add) w.latin[c] = (uint8_t)++nid;
       return w.latin[c];
     }
-    for (size_t j = 0; j < wide.size(); ++j) if (wide[j] == c) return wide_id[j];
+    for (size_t j = 0; j < wide.size(); ++j)
+      if (wide[j] == c) return wide_id[j];
     if (!add) return 0;
     wide.push_back(c);
     wide_id.push_back(++nid);
@@ -1506,7 +1708,8 @@ static bool chrf_chars_short(int N, int R, int order, ChrfWork& w) {
       if (id) m[(size_t)id * W + p / 64] |= (uint64_t)1 << (p % 64);
     }
   }
-  for (uint32_t c : h) if (c < 256) w.latin[c] = 0;  // the table is all zero between calls
+  for (uint32_t c : h)
+    if (c < 256) w.latin[c] = 0;  // the table is all zero between calls
   if (!ok) return false;
   if (have_popcnt())
     chrf_short_orders_popcnt(W, N, R, order, Lh, per_text, w);
@@ -1522,42 +1725,69 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   const int order = nc + nw;
   std::vector<const StrView*>& seq = w.seq;
   seq.assign(1, &hyp);
-  for (int r = 0; r < nrefs; ++r) if (refs[r].data) seq.push_back(&refs[r]);
+  for (int r = 0; r < nrefs; ++r)
+    if (refs[r].data) seq.push_back(&refs[r]);
   const int nseq = (int)seq.size(), R = nseq - 1;
   w.per_ref.assign((size_t)R * 3 * order, 0);
   if (nc > 0) {
     auto chars = [&](int s, auto&& f) {
       const StrView& v = *seq[s];
       switch (v.kind) {  // one switch on the storage kind, not one per character
-        case 1: { const uint8_t* p = static_cast<const uint8_t*>(v.data);
-                  for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } break; }
-        case 2: { const uint16_t* p = static_cast<const uint16_t*>(v.data);
-                  for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } break; }
-        default: { const uint32_t* p = static_cast<const uint32_t*>(v.data);
-                   for (int64_t i = 0; i < v.len; ++i) { if (whitespace || !is_space(p[i])) f(p[i]); } }
+        case 1: {
+          const uint8_t* p = static_cast<const uint8_t*>(v.data);
+          for (int64_t i = 0; i < v.len; ++i) {
+            if (whitespace || !is_space(p[i])) f(p[i]);
+          }
+          break;
+        }
+        case 2: {
+          const uint16_t* p = static_cast<const uint16_t*>(v.data);
+          for (int64_t i = 0; i < v.len; ++i) {
+            if (whitespace || !is_space(p[i])) f(p[i]);
+          }
+          break;
+        }
+        default: {
+          const uint32_t* p = static_cast<const uint32_t*>(v.data);
+          for (int64_t i = 0; i < v.len; ++i) {
+            if (whitespace || !is_space(p[i])) f(p[i]);
+          }
+        }
       }
     };
     uint32_t top = 0;  // the largest code point counted: the bits a character needs
     int64_t total = 0;
     for (int s = 0; s < nseq; ++s) total += seq[s]->len;
     int n;
-    if (total <= ((int64_t)1 << 20)) {  // short texts: their counted characters copied once, then each
+    if (total <= ((int64_t)1 << 20)) {                   // short texts: their counted characters copied once, then each
       if ((int)w.sym.size() < nseq) w.sym.resize(nseq);  // order reads a plain array (no space test)
       for (int s = 0; s < nseq; ++s) {
         U32& out = w.sym[s];
         out.clear();
-        chars(s, [&](uint32_t c) { out.push_back(c); top = std::max(top, c); });
+        chars(s, [&](uint32_t c) {
+          out.push_back(c);
+          top = std::max(top, c);
+        });
       }
-      auto syms = [&](int s, auto&& f) { for (uint32_t c : w.sym[s]) f(c); };
-      n = chrf_chars_short(nc, R, order, w) ? nc + 1
-          : packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, syms, w);
+      auto syms = [&](int s, auto&& f) {
+        for (uint32_t c : w.sym[s]) f(c);
+      };
+      n = chrf_chars_short(nc, R, order, w)
+              ? nc + 1
+              : packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, syms, w);
     } else {  // long texts are read in place, once per order
       for (int s = 0; s < nseq; ++s) chars(s, [&](uint32_t c) { top = std::max(top, c); });
       n = packed_orders(nc, 0, std::max(1, bit_width(top)), R, order, hyp.len, chars, w);
     }
     if (n <= nc) {  // long character n-grams: the levels, on the characters as tokens
-      if ((int)w.chars.size() < nseq) { w.text.resize(nseq); w.chars.resize(nseq); }
-      for (int s = 0; s < nseq; ++s) { load(*seq[s], seq[s]->len, w.text[s]); chrf_chars(w.text[s], whitespace, w.chars[s]); }
+      if ((int)w.chars.size() < nseq) {
+        w.text.resize(nseq);
+        w.chars.resize(nseq);
+      }
+      for (int s = 0; s < nseq; ++s) {
+        load(*seq[s], seq[s]->len, w.text[s]);
+        chrf_chars(w.text[s], whitespace, w.chars[s]);
+      }
       token_ids(w.chars, nseq, w.tids, w.lv);
       level_orders(n, nc, 0, R, order, w);
     }
@@ -1566,7 +1796,10 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
     // one text's characters and words at a time (the ids keep copies of the distinct words)
     if (w.text.empty()) w.text.resize(1);
     if (w.words.empty()) w.words.resize(1);
-    if ((int)w.lv.uni.size() < nseq) { w.lv.uni.resize(nseq); w.lv.gram.resize(nseq); }
+    if ((int)w.lv.uni.size() < nseq) {
+      w.lv.uni.resize(nseq);
+      w.lv.gram.resize(nseq);
+    }
     int64_t chars = 0;
     for (const StrView* v : seq) chars += v->len;
     w.tids.reset((size_t)(chars / 4), true);  // (a first size: the map grows if need be)
@@ -1574,9 +1807,11 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
       load(*seq[s], seq[s]->len, w.text[0]);
       chrf_words(w.text[0], w.words[0], w.start, w.len);  // takes the text's buffer
       sequence_ids(w.words[0], w.tids, w.lv.uni[s]);
-      w.text[0].swap(w.words[0].text);    // the buffer back, for the next text
+      w.text[0].swap(w.words[0].text);  // the buffer back, for the next text
     }
-    auto words = [&](int s, auto&& f) { for (int32_t id : w.lv.uni[s]) f((uint32_t)id); };
+    auto words = [&](int s, auto&& f) {
+      for (int32_t id : w.lv.uni[s]) f((uint32_t)id);
+    };
     const int bits = std::max(1, bit_width((uint64_t)std::max(w.tids.next - 1, 0)));
     const int n = packed_orders(nw, nc, bits, R, order, (int64_t)w.lv.uni[0].size(), words, w);
     if (n <= nw) level_orders(n, nw, nc, R, order, w);
@@ -1585,7 +1820,10 @@ static void chrf_segment(const StrView& hyp, const StrView* refs, int nrefs, int
   double best_f = -1.0;
   for (int r = 0; r < R; ++r) {
     double f = chrf_f(&w.per_ref[(size_t)r * 3 * order], order, beta, eps_smoothing);
-    if (f > best_f) { best_f = f; best = r; }
+    if (f > best_f) {
+      best_f = f;
+      best = r;
+    }
   }
   std::memcpy(out, &w.per_ref[(size_t)best * 3 * order], sizeof(int64_t) * 3 * order);
 }
@@ -1595,10 +1833,15 @@ static double py_sum(const double* v, int n, bool neumaier) {
   if (n == 0) return 0.0;
   double f = 0.0 + v[0], c = 0.0;  // int 0 + first item
   for (int i = 1; i < n; ++i) {
-    if (!neumaier) { f += v[i]; continue; }
+    if (!neumaier) {
+      f += v[i];
+      continue;
+    }
     double t = f + v[i];
-    if (std::fabs(f) >= std::fabs(v[i])) c += (f - t) + v[i];
-    else c += (v[i] - t) + f;
+    if (std::fabs(f) >= std::fabs(v[i]))
+      c += (f - t) + v[i];
+    else
+      c += (v[i] - t) + f;
     f = t;
   }
   if (neumaier && c != 0.0 && std::isfinite(c)) f += c;
@@ -1611,8 +1854,8 @@ enum Smooth : int { SM_NONE = 0, SM_FLOOR = 1, SM_ADDK = 2, SM_EXP = 3 };
 // correct_1..N, total_1..N]. Fills prec (percent), and correct/total as
 // sacrebleu reports them (add-k adds k to the orders it reached); returns the
 // score and sets *bp_out.
-static double bleu_score(const int64_t* st, int N, int smooth, double smooth_value, bool effective,
-                         bool neumaier, double* prec, double* correct, double* total, double* bp_out) {
+static double bleu_score(const int64_t* st, int N, int smooth, double smooth_value, bool effective, bool neumaier,
+                         double* prec, double* correct, double* total, double* bp_out) {
   const double sys_len = (double)st[0], ref_len = (double)st[1];
   double bp = 1.0;
   if (st[0] < st[1]) bp = st[0] > 0 ? std::exp(1.0 - ref_len / sys_len) : 0.0;
@@ -1628,12 +1871,18 @@ static double bleu_score(const int64_t* st, int N, int smooth, double smooth_val
   double smooth_mteval = 1.0;
   int eff = N;
   for (int n = 1; n <= N; ++n) {
-    if (smooth == SM_ADDK && n > 1) { correct[n - 1] += smooth_value; total[n - 1] += smooth_value; }
+    if (smooth == SM_ADDK && n > 1) {
+      correct[n - 1] += smooth_value;
+      total[n - 1] += smooth_value;
+    }
     if (total[n - 1] == 0) break;
     if (effective) eff = n;
     if (correct[n - 1] == 0) {
-      if (smooth == SM_EXP) { smooth_mteval *= 2; prec[n - 1] = 100. / (smooth_mteval * total[n - 1]); }
-      else if (smooth == SM_FLOOR) prec[n - 1] = 100. * smooth_value / total[n - 1];
+      if (smooth == SM_EXP) {
+        smooth_mteval *= 2;
+        prec[n - 1] = 100. / (smooth_mteval * total[n - 1]);
+      } else if (smooth == SM_FLOOR)
+        prec[n - 1] = 100. * smooth_value / total[n - 1];
     } else {
       prec[n - 1] = 100. * correct[n - 1] / total[n - 1];
     }
@@ -1648,12 +1897,13 @@ static double bleu_score(const int64_t* st, int N, int smooth, double smooth_val
 namespace tmt {
 
 // Statistics of every segment, parallel over segments. refs is n x R (row per segment).
-static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int tok_ref,
-                              int N, int64_t* out, int nthreads) {
+static inline void bleu_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int tok, int tok_ref, int N,
+                              int64_t* out, int nthreads) {
   const int64_t W = 2 + 2 * (int64_t)N;
-  tmp::parallel_for(n, 64, nthreads, [] { return BleuWork(); }, [&](BleuWork& w, int64_t i) {
-    bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W);
-  }, "BLEU segment");
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return BleuWork(); },
+      [&](BleuWork& w, int64_t i) { bleu_segment(hyps[i], refs + i * R, R, tok, tok_ref, N, w, out + i * W); },
+      "BLEU segment");
 }
 
 // Tokenize texts (n views) into one buffer: tokens joined by single spaces, text i
@@ -1668,8 +1918,7 @@ struct Joined {
   std::vector<int32_t> which, kind;
   std::vector<int64_t> at, len;
 };
-template <class C>
-static inline void join_tokens(const Tokens& t, std::vector<C>& b) {
+template <class C> static inline void join_tokens(const Tokens& t, std::vector<C>& b) {
   for (size_t k = 0; k < t.size(); ++k) {
     if (k) b.push_back(' ');
     const uint32_t* p = t.text.data() + t.start[k];
@@ -1688,46 +1937,56 @@ static inline void tokenize_joined(const StrView* texts, int64_t n, int tok, Joi
   out.at.assign((size_t)n, 0);
   out.len.assign((size_t)n, 0);
   std::atomic<int> next{0};
-  struct Work { Scratch w; Tokens t; int idx; };
+  struct Work {
+    Scratch w;
+    Tokens t;
+    int idx;
+  };
   auto init = [&] {  // once per thread of the team, which has at most nthreads
     const int idx = next++;
     if ((size_t)idx >= teams) throw std::logic_error("tokenize_joined: more threads than buffers");
     return Work{Scratch(), Tokens(), idx};
   };
-  tmp::parallel_for(n, 64, nthreads, init, [&](Work& s, int64_t i) {
-    if (!texts[i].data) return;
-    tokenize(texts[i], tok, s.w, s.t);
-    out.which[i] = s.idx;
-    if (texts[i].kind == 1) {
-      std::vector<uint8_t>& b = out.bytes[(size_t)s.idx];
-      out.at[i] = (int64_t)b.size();
-      join_tokens(s.t, b);
-      out.len[i] = (int64_t)b.size() - out.at[i];
-    } else {
-      std::vector<uint32_t>& b = out.wide[(size_t)s.idx];
-      out.kind[i] = 4;
-      out.at[i] = (int64_t)b.size();
-      join_tokens(s.t, b);
-      out.len[i] = (int64_t)b.size() - out.at[i];
-    }
-  }, "text");
+  tmthreads::parallel_for(
+      n, 64, nthreads, init,
+      [&](Work& s, int64_t i) {
+        if (!texts[i].data) return;
+        tokenize(texts[i], tok, s.w, s.t);
+        out.which[i] = s.idx;
+        if (texts[i].kind == 1) {
+          std::vector<uint8_t>& b = out.bytes[(size_t)s.idx];
+          out.at[i] = (int64_t)b.size();
+          join_tokens(s.t, b);
+          out.len[i] = (int64_t)b.size() - out.at[i];
+        } else {
+          std::vector<uint32_t>& b = out.wide[(size_t)s.idx];
+          out.kind[i] = 4;
+          out.at[i] = (int64_t)b.size();
+          join_tokens(s.t, b);
+          out.len[i] = (int64_t)b.size() - out.at[i];
+        }
+      },
+      "text");
 }
 
-static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw,
-                              double beta, bool whitespace, bool eps_smoothing, int64_t* out, int nthreads) {
+static inline void chrf_stats(const StrView* hyps, const StrView* refs, int64_t n, int R, int nc, int nw, double beta,
+                              bool whitespace, bool eps_smoothing, int64_t* out, int nthreads) {
   const int64_t W = 3 * (int64_t)(nc + nw);
-  tmp::parallel_for(n, 64, nthreads, [] { return ChrfWork(); }, [&](ChrfWork& w, int64_t i) {
-    chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
-  }, "chrF segment");
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return ChrfWork(); },
+      [&](ChrfWork& w, int64_t i) {
+        chrf_segment(hyps[i], refs + i * R, R, nc, nw, beta, whitespace, eps_smoothing, w, out + i * W);
+      },
+      "chrF segment");
 }
 
-static inline void bleu_scores(const int64_t* stats, int64_t n, int N, int smooth, double smooth_value,
-                               bool effective, bool neumaier, double* out) {
+static inline void bleu_scores(const int64_t* stats, int64_t n, int N, int smooth, double smooth_value, bool effective,
+                               bool neumaier, double* out) {
   std::vector<double> prec(N), correct(N), total(N);
   double bp;
   for (int64_t i = 0; i < n; ++i)
-    out[i] = bleu_score(stats + i * (2 + 2 * (int64_t)N), N, smooth, smooth_value, effective, neumaier,
-                        prec.data(), correct.data(), total.data(), &bp);
+    out[i] = bleu_score(stats + i * (2 + 2 * (int64_t)N), N, smooth, smooth_value, effective, neumaier, prec.data(),
+                        correct.data(), total.data(), &bp);
 }
 
 }  // namespace tmt

@@ -14,19 +14,20 @@ Semantics are the CPU path's exactly: NaN ranks above every number and ties
 with NaN, ties broken by index as documented in ``turbometrics.classification``,
 NaN or +inf in a row makes its NLL NaN.
 """
+
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from numba import config, cuda, float32, float64, int32, int64, uint64
 
 SIM = bool(config.ENABLE_CUDASIM)
-TPB = 64 if SIM else 256          # threads per block
+TPB = 64 if SIM else 256  # threads per block
 WARPS = TPB // 32
-RADIX = 256                        # 8-bit digits in the top-k radix select
-CAP = 8 * TPB                      # top-k candidates ranked in shared memory
+RADIX = 256  # 8-bit digits in the top-k radix select
+CAP = 8 * TPB  # top-k candidates ranked in shared memory
 TOPK_BLOCKS = 6  # top-k blocks an SM: 40 registers a thread; the default 62 ran 8-10% slower on an H200 (421fd3d)
 FULL = 0xFFFFFFFF
 
@@ -40,6 +41,7 @@ WIDEN_BF16_PAIRS = 3
 
 
 if SIM:
+
     @cuda.jit(device=True, inline=True)
     def _fast_expf(v):
         return math.exp(v)
@@ -73,6 +75,7 @@ if SIM:
             r = buf[base]
             cuda.syncthreads()
             return r
+
         return gsum
 
     def _group_lse(G):
@@ -95,8 +98,10 @@ if SIM:
             rm, rs = bm[base], bs[base]
             cuda.syncthreads()
             return rm, rs
+
         return glse
 else:
+
     @cuda.jit(device=True, inline=True)
     def _fast_expf(v):
         """ex2.approx of v * log2(e): two instructions for libdevice expf's ~17, within 2 ulp + the argument's
@@ -133,9 +138,11 @@ else:
 
     def _group_sum(G):
         if G == 32:
+
             @cuda.jit(device=True, inline=True)
             def wsum(v, buf):
                 return _warp_sum(v)
+
             return wsum
 
         @cuda.jit(device=True, inline=True)
@@ -155,13 +162,16 @@ else:
             r = buf[0]
             cuda.syncthreads()
             return r
+
         return bsum
 
     def _group_lse(G):
         if G == 32:
+
             @cuda.jit(device=True, inline=True)
             def wlse(m, s, bm, bs):
                 return _warp_lse(m, s)
+
             return wlse
 
         @cuda.jit(device=True, inline=True)
@@ -186,6 +196,7 @@ else:
             rm, rs = bm[0], bs[0]
             cuda.syncthreads()
             return rm, rs
+
         return blse
 
 
@@ -212,7 +223,7 @@ def _hi_bf16(w):
     return _bits_f32(w & -65536)  # 0xFFFF0000 as a signed 32-bit mask
 
 
-@lru_cache(maxsize=None)
+@cache
 def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS) -> dict:
     """The kernels for one element widening (f16/f32 -> f32, bf16 bits -> f32, f64 -> f64).
 
@@ -227,25 +238,30 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
     PAIRS = widen == WIDEN_BF16_PAIRS
     SPAN = 2 if PAIRS else 1  # elements per stored item
     if widen == WIDEN_BF16:
+
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):  # unsigned indices (never negative here): no wraparound code per load
             return _bf16_to_f32(x[uint64(r), uint64(j)])
     elif PAIRS:
+
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):  # element j: a half of word j // 2
             w = x[uint64(r), uint64(j) >> uint64(1)]
             return _lo_bf16(w) if (j & 1) == 0 else _hi_bf16(w)
     elif widen == WIDEN_F64:
+
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
             return float64(x[uint64(r), uint64(j)])
     else:
+
         @cuda.jit(device=True, inline=True)
         def load(x, r, j):
             return float32(x[uint64(r), uint64(j)])
 
     neg = np.float64(-np.inf) if widen == WIDEN_F64 else np.float32(-np.inf)  # typed: the loop's math type
     if widen == WIDEN_F64:
+
         @cuda.jit(device=True, inline=True)
         def exp_(v):
             return math.exp(v)
@@ -328,8 +344,9 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
             return row_lse_pairs(x, r, lane, m, s, bad)
         j = lane
         while j + 3 * G < n:
-            m, s, bad = lse_tile(load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G),
-                                 m, s, bad)
+            m, s, bad = lse_tile(
+                load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G), m, s, bad
+            )
             j += 4 * G
         while j < n:
             m, s, bad = lse_step(load(x, r, j), m, s, bad)
@@ -420,8 +437,7 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
             while j + 3 * G < n:
                 v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
                 if not nan_t:  # NaN or greater: not <= (a NaN target is beaten by nothing)
-                    gt += int64(not (v0 <= st)) + int64(not (v1 <= st)) + int64(not (v2 <= st)) + \
-                        int64(not (v3 <= st))
+                    gt += int64(not (v0 <= st)) + int64(not (v1 <= st)) + int64(not (v2 <= st)) + int64(not (v3 <= st))
                 if nan_t or v0 == st or v1 == st or v2 == st or v3 == st:
                     eb, ea = tie_step(v0, j, st, t, eb, ea)
                     eb, ea = tie_step(v1, j + G, st, t, eb, ea)
@@ -491,7 +507,7 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
             ck = cuda.shared.array(CAP, int64)
             ci = cuda.shared.array(CAP, int32)
             a0 = a1 = a2 = a3 = int64(-1)  # this thread's best keys, a0 >= a1 >= a2 >= a3 (-1: none yet)
-            b0 = b1 = b2 = b3 = int64(0)   # their indices; on equal keys the first seen (lowest) stays
+            b0 = b1 = b2 = b3 = int64(0)  # their indices; on equal keys the first seen (lowest) stays
             j = tid
             while j + 3 * TPB < n:
                 k0, k1 = key(x, r, j, largest), key(x, r, j + TPB, largest)
@@ -586,11 +602,11 @@ def kernels(widen: int, group: int = TPB, topk_blocks: int | None = TOPK_BLOCKS)
             prefix_mask |= int64(0xFF) << shift
             cuda.syncthreads()
         kth = state[0]
-        need = state[1]          # how many entries with key == kth are taken
+        need = state[1]  # how many entries with key == kth are taken
         ties = state[2]
-        cuda.syncthreads()       # everyone has read state before thread 0 reuses it
-        cut = int64(n)           # take ties of kth at indices < cut
-        if ties > need:          # more ties than places: the `need` lowest indices
+        cuda.syncthreads()  # everyone has read state before thread 0 reuses it
+        cut = int64(n)  # take ties of kth at indices < cut
+        if ties > need:  # more ties than places: the `need` lowest indices
             if tid == 0:
                 state[0] = 0
                 state[1] = need
@@ -743,7 +759,7 @@ def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_r
         _count_at(tok, h0 + i, top, h0, h0 + i, h0 + hl, cnt)  # occurrences before i
         new = 0  # the orders n > new are counted here, at their first occurrence (a shorter n-gram seen
         while new < top and cnt[new] > 0:  # before i says nothing of a longer one; a longer one seen says
-            new += 1                        # its prefixes were)
+            new += 1  # its prefixes were)
         if new < top:
             _count_at(tok, h0 + i, top, h0 + i, h0 + hl, h0 + hl, cnt)  # with i: the hypothesis count of n > new
             a = h0 + hl
@@ -806,5 +822,4 @@ def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
         cuda.syncthreads()
         _segment_matches(buf, 0, True, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i, step)
     else:
-        _segment_matches(tok, meta[meta[o_hyp + s]], False, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i,
-                         step)
+        _segment_matches(tok, meta[meta[o_hyp + s]], False, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i, step)

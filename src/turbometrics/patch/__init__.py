@@ -38,12 +38,13 @@ prints it, and ``accelerated`` for every accelerated call). With ``TURBOMETRICS_
 call raises ``PatchFallbackError`` naming the reason instead, unless the original itself raises for
 that input (then its own error is raised: invalid input stays the library's business).
 """
+
 from __future__ import annotations
 
-import importlib
-import importlib.abc
 import collections
 import functools
+import importlib
+import importlib.abc
 import importlib.util
 import logging
 import os
@@ -51,7 +52,8 @@ import sys
 import threading
 import types
 import warnings
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .._locks import ForkSafeLock
 
@@ -61,8 +63,12 @@ log = logging.getLogger("turbometrics.patch")
 
 LIBRARIES = ("sacrebleu", "rouge_score", "sklearn", "torchmetrics")
 # distribution name, the versions the patch was written and tested for
-_DISTRIBUTIONS = {"sacrebleu": "sacrebleu", "rouge_score": "rouge-score", "sklearn": "scikit-learn",
-                  "torchmetrics": "torchmetrics"}
+_DISTRIBUTIONS = {
+    "sacrebleu": "sacrebleu",
+    "rouge_score": "rouge-score",
+    "sklearn": "scikit-learn",
+    "torchmetrics": "torchmetrics",
+}
 
 
 class PatchFallbackError(RuntimeError):
@@ -76,8 +82,8 @@ class Fallback(Exception):
 # --- bookkeeping: every change made, so that unpatch() restores each original object -----------------
 
 _lock = ForkSafeLock(reentrant=True)
-_active: set[str] = set()          # libraries asked for
-_applied: dict[str, list] = {}     # module name -> undo actions (callables), for modules already patched
+_active: set[str] = set()  # libraries asked for
+_applied: dict[str, list] = {}  # module name -> undo actions (callables), for modules already patched
 _verbose_handler: logging.Handler | None = None
 _MISSING = object()
 
@@ -107,7 +113,7 @@ def original_copy(func: types.FunctionType) -> types.FunctionType:
     return f
 
 
-_IMPLS: dict[int, Callable] = {}         # id(patched function) -> its implementation now
+_IMPLS: dict[int, Callable] = {}  # id(patched function) -> its implementation now
 _TRAMPOLINES: dict[int, types.CodeType] = {}  # id(patched function) -> its trampoline (made once)
 
 
@@ -161,8 +167,10 @@ def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
         last = max(i for i, p in enumerate(sig.parameters.values()) if p.kind is p.POSITIONAL_ONLY)
         params.insert(last + 1, "/")
     # the trampoline runs with func's globals, so it reaches the implementation through the import system
-    src = (f"def {func.__name__}({', '.join(params)}):\n"
-           f"    return __import__('turbometrics.patch', fromlist=['_IMPLS'])._IMPLS[{key}]({', '.join(args)})\n")
+    src = (
+        f"def {func.__name__}({', '.join(params)}):\n"
+        f"    return __import__('turbometrics.patch', fromlist=['_IMPLS'])._IMPLS[{key}]({', '.join(args)})\n"
+    )
     ns: dict = {}
     exec(compile(src, f"<turbometrics.patch trampoline for {func.__qualname__}>", "exec"), ns)
     code = ns[func.__name__].__code__
@@ -170,6 +178,7 @@ def _trampoline(func: types.FunctionType, key: int) -> types.CodeType:
 
 
 # --- calls: accelerated, or the original with a logged reason ------------------------------------------
+
 
 def strict() -> bool:
     return os.environ.get("TURBOMETRICS_PATCH_STRICT", "").strip().lower() not in ("", "0", "false", "no")
@@ -214,14 +223,19 @@ def dispatch(name: str, fast: Callable, original: Callable, *args: Any, **kwargs
 
 # --- which modules get which patches, applied when they are imported -------------------------------------
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _targets() -> dict[str, tuple[str, Callable[[Any, list], None]]]:
     """module name -> (library, apply(module, undo))."""
     from . import _rouge_score, _sacrebleu, _sklearn, _torchmetrics
 
     out = {}
-    for lib, mod in (("sacrebleu", _sacrebleu), ("rouge_score", _rouge_score), ("sklearn", _sklearn),
-                     ("torchmetrics", _torchmetrics)):
+    for lib, mod in (
+        ("sacrebleu", _sacrebleu),
+        ("rouge_score", _rouge_score),
+        ("sklearn", _sklearn),
+        ("torchmetrics", _torchmetrics),
+    ):
         for module_name, apply in mod.TARGETS.items():
             out[module_name] = (lib, apply)
     return out
@@ -230,8 +244,9 @@ def _targets() -> dict[str, tuple[str, Callable[[Any, list], None]]]:
 def _version_ok(lib: str) -> bool:
     from . import _rouge_score, _sacrebleu, _sklearn, _torchmetrics
 
-    check = {"sacrebleu": _sacrebleu, "rouge_score": _rouge_score, "sklearn": _sklearn,
-             "torchmetrics": _torchmetrics}[lib].supported
+    check = {"sacrebleu": _sacrebleu, "rouge_score": _rouge_score, "sklearn": _sklearn, "torchmetrics": _torchmetrics}[
+        lib
+    ].supported
     import importlib.metadata  # here, not at import (~25 ms)
 
     try:
@@ -240,8 +255,12 @@ def _version_ok(lib: str) -> bool:
         return False
     if check(version):
         return True
-    warnings.warn(f"turbometrics.patch: {_DISTRIBUTIONS[lib]} {version} is not a version the patch was written "
-                  f"for; it runs unpatched", RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        f"turbometrics.patch: {_DISTRIBUTIONS[lib]} {version} is not a version the patch was written "
+        f"for; it runs unpatched",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return False
 
 

@@ -1,5 +1,6 @@
 """``python -m turbometrics.patch [--verbose] [--report] [--only LIB,...] (script.py | -m module) [args...]``:
 run a script or a module with ``turbometrics.patch()`` on (see ``turbometrics.patch``)."""
+
 from __future__ import annotations
 
 import atexit
@@ -14,8 +15,11 @@ def report() -> None:
     seen = calls()
     names = sorted({name for name, _ in seen})
     for name in names:
-        print(f"turbometrics.patch: {name}: {seen.get((name, 'accelerated'), 0)} accelerated, "
-              f"{seen.get((name, 'fallback'), 0)} fallback", file=sys.stderr)
+        print(
+            f"turbometrics.patch: {name}: {seen.get((name, 'accelerated'), 0)} accelerated, "
+            f"{seen.get((name, 'fallback'), 0)} fallback",
+            file=sys.stderr,
+        )
     if not names:
         print("turbometrics.patch: no patched call", file=sys.stderr)
 

@@ -1,5 +1,6 @@
 """rouge-score 0.1.2: ``RougeScorer.score`` (and so ``score_multi``, which calls it) and
 ``BootstrapAggregator``'s resampling on turbometrics' kernels."""
+
 from __future__ import annotations
 
 import re
@@ -50,8 +51,9 @@ def _no_tokens(tokenizer: Any, text: str, lsum: bool, split: bool) -> bool:
 
 
 def _fast_score(self: Any, target: Any, prediction: Any) -> dict:
-    import turbometrics as tm
     from rouge_score import scoring
+
+    import turbometrics as tm
 
     if type(target) is not str or type(prediction) is not str:
         raise Fallback(f"target, prediction: {type(target).__name__}, {type(prediction).__name__} (not str)")
@@ -64,8 +66,11 @@ def _fast_score(self: Any, target: Any, prediction: Any) -> dict:
     result = {}
     for t in types:
         p, r, f = (float(a[0]) for a in out[t])
-        if t in ("rougeL", "rougeLsum") and p == r == f == 0.0 and \
-                any(_no_tokens(tokenizer, x, t == "rougeLsum", split) for x in (target, prediction)):
+        if (
+            t in ("rougeL", "rougeLsum")
+            and p == r == f == 0.0
+            and any(_no_tokens(tokenizer, x, t == "rougeLsum", split) for x in (target, prediction))
+        ):
             result[t] = scoring.Score(precision=0, recall=0, fmeasure=0)  # rouge-score's ints
         else:
             result[t] = scoring.Score(precision=p, recall=r, fmeasure=f)
@@ -89,8 +94,9 @@ def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
     rs = np.random.mtrand._rand
     if getattr(np.random.choice, "__self__", None) is not rs:
         raise Fallback("numpy.random.choice is not the global RandomState's")
-    if type(matrix) is not np.ndarray or matrix.ndim != 2 or not 2 <= matrix.shape[0] < 2 ** 32 \
-            or matrix.shape[1] != 3:  # np.mean adds (n, 3) rows in order; other shapes it may sum pairwise
+    if (
+        type(matrix) is not np.ndarray or matrix.ndim != 2 or not 2 <= matrix.shape[0] < 2**32 or matrix.shape[1] != 3
+    ):  # np.mean adds (n, 3) rows in order; other shapes it may sum pairwise
         raise Fallback(f"matrix: shape {getattr(matrix, 'shape', None)}, not (n >= 2, 3)")
     if matrix.dtype.kind in "iub":  # np.mean sums integers in float64: the same as converting first
         matrix = matrix.astype(np.float64)
@@ -126,13 +132,13 @@ def _apply_scoring(module: Any, undo: list) -> None:
     original_resample, original_aggregate = cls._bootstrap_resample, cls.aggregate
 
     def _bootstrap_resample(self, matrix):
-        return dispatch("rouge_score.BootstrapAggregator resampling", _fast_resample, original_resample, self,
-                        matrix)
+        return dispatch("rouge_score.BootstrapAggregator resampling", _fast_resample, original_resample, self, matrix)
 
     def aggregate(self):
         # a fallback here runs the original aggregate, whose resampling is still the patched one
-        return dispatch("rouge_score.BootstrapAggregator.aggregate", lambda s: _fast_aggregate(s, module),
-                        original_aggregate, self)
+        return dispatch(
+            "rouge_score.BootstrapAggregator.aggregate", lambda s: _fast_aggregate(s, module), original_aggregate, self
+        )
 
     _bootstrap_resample.__doc__, aggregate.__doc__ = original_resample.__doc__, original_aggregate.__doc__
     _set_attr(undo, cls, "_bootstrap_resample", _bootstrap_resample)

@@ -5,10 +5,12 @@ corpus and sentence scores, bootstrap intervals, paired tests and the command li
 We replace that method (and reference caching) on the three classes and hand back the same lists
 of ints (TER: [edits, average reference length]), so sacrebleu's own code makes the score objects.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import Fallback, dispatch
 
@@ -90,12 +92,17 @@ def _tokenizer_name(self: Any) -> str | None:
 
 # --- per metric: our statistics for (hypotheses, streams) -----------------------------------------------
 
+
 def _bleu_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
-    import turbometrics as tm
     from sacrebleu.metrics.bleu import BLEU
 
-    _check_methods(self, BLEU, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics",
-                                "_get_closest_ref_len"))
+    import turbometrics as tm
+
+    _check_methods(
+        self,
+        BLEU,
+        ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics", "_get_closest_ref_len"),
+    )
     order = self.max_ngram_order
     if type(order) is not int or not 1 <= order <= 1024:
         raise Fallback(f"max_ngram_order={order!r}")
@@ -104,12 +111,16 @@ def _bleu_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
         hyps = [self._preprocess_segment(h) for h in hyps]
     if cache is not None:
         p = cache.prepared
-        refs = p if len(hyps) == cache.n else tm.text.bleu.PreparedReferences(
-            [s[:len(hyps)] for s in p.streams], p.tokenize, p.lowercase)
+        refs = (
+            p
+            if len(hyps) == cache.n
+            else tm.text.bleu.PreparedReferences([s[: len(hyps)] for s in p.streams], p.tokenize, p.lowercase)
+        )
     else:
         refs = streams if name is not None else _pretokenized(self, streams)
-    return _rows(tm.metrics.BLEU(name or "none", bool(self.lowercase) if name else False, max_ngram_order=order),
-                 hyps, refs)
+    return _rows(
+        tm.metrics.BLEU(name or "none", bool(self.lowercase) if name else False, max_ngram_order=order), hyps, refs
+    )
 
 
 def _pretokenized(self: Any, streams: list) -> list:
@@ -118,30 +129,57 @@ def _pretokenized(self: Any, streams: list) -> list:
 
 
 def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
-    import turbometrics as tm
     from sacrebleu.metrics.chrf import CHRF
 
-    _check_methods(self, CHRF, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics",
-                                "_get_match_statistics", "_remove_punctuation", "_compute_f_score"))
+    import turbometrics as tm
+
+    _check_methods(
+        self,
+        CHRF,
+        (
+            "_preprocess_segment",
+            "_extract_reference_info",
+            "_compute_segment_statistics",
+            "_get_match_statistics",
+            "_remove_punctuation",
+            "_compute_f_score",
+        ),
+    )
     opts = (self.char_order, self.word_order, self.beta)
-    if not all(type(v) is int for v in opts[:2]) or isinstance(self.beta, bool) \
-            or not isinstance(self.beta, (int, float)) or not self.beta > 0 or self.order != sum(opts[:2]):
+    if (
+        not all(type(v) is int for v in opts[:2])
+        or isinstance(self.beta, bool)
+        or not isinstance(self.beta, (int, float))
+        or not self.beta > 0
+        or self.order != sum(opts[:2])
+    ):
         raise Fallback(f"char_order, word_order, beta = {opts!r}")
-    metric = tm.metrics.CHRF(self.char_order, self.word_order, self.beta, bool(self.lowercase),
-                             bool(self.whitespace), bool(self.eps_smoothing))
+    metric = tm.metrics.CHRF(
+        self.char_order,
+        self.word_order,
+        self.beta,
+        bool(self.lowercase),
+        bool(self.whitespace),
+        bool(self.eps_smoothing),
+    )
     return _rows(metric, hyps, streams)
 
 
 def _ter_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
-    import turbometrics as tm
     from sacrebleu.metrics.ter import TER
     from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
+
+    import turbometrics as tm
 
     _check_methods(self, TER, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics"))
     tok = self.tokenizer
     opts = (self.normalized, self.no_punct, self.asian_support, self.case_sensitive)
-    if type(tok) is not TercomTokenizer or opts != (tok._normalized, tok._no_punct, tok._asian_support,
-                                                    tok._case_sensitive):
+    if type(tok) is not TercomTokenizer or opts != (
+        tok._normalized,
+        tok._no_punct,
+        tok._asian_support,
+        tok._case_sensitive,
+    ):
         raise Fallback("tokenizer: not the TercomTokenizer of the metric's options")
     rows = _rows(tm.metrics.TER(*map(bool, opts)), hyps, streams)
     return [[int(edits), length] for edits, length in rows]  # sacrebleu's edits are ints
@@ -189,8 +227,10 @@ def _install(cls: type, undo: list) -> None:
             if sum(1 for h in hyps if isinstance(h, str) and h.endswith(" .")) >= 100:
                 logger.warning("That's 100 lines that end in a tokenized period ('.')")
                 logger.warning("It looks like you forgot to detokenize your test data, which may hurt your score.")
-                logger.warning("If you insist your data is detokenized, or don't care, you can suppress this "
-                               "message with the `force` parameter.")
+                logger.warning(
+                    "If you insist your data is detokenized, or don't care, you can suppress this "
+                    "message with the `force` parameter."
+                )
         return rows_of(self, hyps, streams, cache)
 
     def fast_cache(self, references):
@@ -236,5 +276,8 @@ def _apply_ter(module: Any, undo: list) -> None:
     _install(module.TER, undo)
 
 
-TARGETS = {"sacrebleu.metrics.bleu": _apply_bleu, "sacrebleu.metrics.chrf": _apply_chrf,
-           "sacrebleu.metrics.ter": _apply_ter}
+TARGETS = {
+    "sacrebleu.metrics.bleu": _apply_bleu,
+    "sacrebleu.metrics.chrf": _apply_chrf,
+    "sacrebleu.metrics.ter": _apply_ter,
+}

@@ -6,6 +6,7 @@ multiclass ranking; binary targets are a threshold, computed as scikit-learn com
 checks, label encoding and the final average are scikit-learn's own helpers, called as its function
 calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -18,8 +19,22 @@ import numpy as np
 from . import Fallback, _swap_code, dispatch, original_copy
 
 _PARAMS = ["y_true", "y_score", "k", "normalize", "sample_weight", "labels"]
-_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-                                 np.uint8, np.uint16, np.uint32, np.uint64)}
+_DTYPES = {
+    np.dtype(t)
+    for t in (
+        np.float16,
+        np.float32,
+        np.float64,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+    )
+}
 
 
 def supported(version: str) -> bool:
@@ -60,8 +75,12 @@ def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_wei
     if n_classes != (y_score.shape[1] if y_score.ndim == 2 else 2):
         raise Fallback(f"y_score: {y_score.shape} for {n_classes} classes")
     if k >= n_classes:
-        warnings.warn(f"'k' ({k}) greater than or equal to 'n_classes' ({n_classes}) will result in a perfect "
-                      "score and is therefore meaningless.", g["UndefinedMetricWarning"], stacklevel=5)
+        warnings.warn(
+            f"'k' ({k}) greater than or equal to 'n_classes' ({n_classes}) will result in a perfect "
+            "score and is therefore meaningless.",
+            g["UndefinedMetricWarning"],
+            stacklevel=5,
+        )
     y_true_encoded = g["_encode"](y_true, uniques=classes)
     if y_type == "binary":
         if k == 1:
@@ -82,14 +101,26 @@ def _apply(module: Any, undo: list) -> None:
     inner = inspect.unwrap(module.top_k_accuracy_score)
     names = list(inspect.signature(original_copy(inner), follow_wrapped=False).parameters)
     if names != _PARAMS:
-        warnings.warn(f"turbometrics.patch: sklearn's top_k_accuracy_score takes {names}, not {_PARAMS}; "
-                      "left unpatched", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"turbometrics.patch: sklearn's top_k_accuracy_score takes {names}, not {_PARAMS}; left unpatched",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         return
     original, g = original_copy(inner), inner.__globals__
 
     def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None, labels=None):
-        return dispatch("sklearn.metrics.top_k_accuracy_score", lambda *a, **kw: _fast(g, *a, **kw), original,
-                        y_true, y_score, k=k, normalize=normalize, sample_weight=sample_weight, labels=labels)
+        return dispatch(
+            "sklearn.metrics.top_k_accuracy_score",
+            lambda *a, **kw: _fast(g, *a, **kw),
+            original,
+            y_true,
+            y_score,
+            k=k,
+            normalize=normalize,
+            sample_weight=sample_weight,
+            labels=labels,
+        )
 
     _swap_code(undo, inner, top_k_accuracy_score)
 

@@ -8,6 +8,7 @@ float64 by the patched ``update`` (so ``forward``, ``reset``, ``merge_state`` an
 as before). The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped, so
 metric objects made before the patch and names imported before it are covered.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,9 @@ def _apply_functional(module: Any, undo: list) -> None:
         return torch.tensor(value, dtype=torch.float64, device=preds.device).to(preds.dtype)
 
     def perplexity(preds, target, ignore_index=None):
-        return dispatch("torchmetrics.functional.text.perplexity", fast, original, preds, target,
-                        ignore_index=ignore_index)
+        return dispatch(
+            "torchmetrics.functional.text.perplexity", fast, original, preds, target, ignore_index=ignore_index
+        )
 
     _swap_code(undo, func, perplexity)
 
@@ -80,9 +82,11 @@ def _apply_class(module: Any, undo: list) -> None:
     cls = module.Perplexity
     update, compute = cls.update, cls.compute
     original_update, original_compute = original_copy(update), original_copy(compute)
-    check = module._check_shape_and_type_consistency if hasattr(module, "_check_shape_and_type_consistency") \
-        else __import__("torchmetrics.functional.text.perplexity",
-                        fromlist=["_"])._check_shape_and_type_consistency
+    check = (
+        module._check_shape_and_type_consistency
+        if hasattr(module, "_check_shape_and_type_consistency")
+        else __import__("torchmetrics.functional.text.perplexity", fromlist=["_"])._check_shape_and_type_consistency
+    )
 
     def fast_update(self, preds, target):
         total, count = _nll_sum(check, preds, target, self.ignore_index)
@@ -108,5 +112,4 @@ def _apply_class(module: Any, undo: list) -> None:
     _swap_code(undo, compute, patched_compute)
 
 
-TARGETS = {"torchmetrics.functional.text.perplexity": _apply_functional,
-           "torchmetrics.text.perplexity": _apply_class}
+TARGETS = {"torchmetrics.functional.text.perplexity": _apply_functional, "torchmetrics.text.perplexity": _apply_class}

@@ -1,4 +1,5 @@
 """Plain-Python top-k, ranks, top-k accuracy and MRR over lists of rows."""
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ def _check(rows, targets=None, k=None, ignore_index=None):
             raise ValueError("one target per row")
         if any(not 0 <= t < len(r) for r, t in zip(rows, targets) if ignore_index is None or t != ignore_index):
             raise ValueError("target out of range")
-    for kk in (k if isinstance(k, (tuple, list)) else [k] if k is not None else []):
+    for kk in k if isinstance(k, (tuple, list)) else [k] if k is not None else []:
         if not 1 <= kk <= len(rows[0]):
             raise ValueError("k out of range")
 

@@ -3,6 +3,7 @@
 Shapes follow the fast versions: logits [B][T][V] (or [N][V], one sequence),
 targets [B][T] (or [N]); ``mask`` True = counted.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,13 @@ def _as_batch(x, depth):
 
 
 def _counted(targets, ignore_index, mask):
-    return [[(ignore_index is None or t != ignore_index) and (mask is None or bool(m))
-             for t, m in zip(seq, (mask_seq if mask is not None else [None] * len(seq)))]
-            for seq, mask_seq in zip(targets, mask if mask is not None else [None] * len(targets))]
+    return [
+        [
+            (ignore_index is None or t != ignore_index) and (mask is None or bool(m))
+            for t, m in zip(seq, (mask_seq if mask is not None else [None] * len(seq)))
+        ]
+        for seq, mask_seq in zip(targets, mask if mask is not None else [None] * len(targets))
+    ]
 
 
 def _logsumexp(row):
@@ -47,8 +52,10 @@ def token_nll(logits, targets, ignore_index=None, mask=None):
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
     _check(logits, targets, counted)
-    return [[(_logsumexp(row) - row[t]) if c else 0.0 for row, t, c in zip(seq, tseq, cseq)]
-            for seq, tseq, cseq in zip(logits, targets, counted)]
+    return [
+        [(_logsumexp(row) - row[t]) if c else 0.0 for row, t, c in zip(seq, tseq, cseq)]
+        for seq, tseq, cseq in zip(logits, targets, counted)
+    ]
 
 
 def _reduce(nll, counted, reduction):
@@ -81,8 +88,9 @@ def perplexity_from_log_probs(log_probs, targets=None, ignore_index=None, mask=N
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
     _check(log_probs, targets, counted)
-    nll = [[-row[t] if c else 0.0 for row, t, c in zip(seq, ts, cs)]
-           for seq, ts, cs in zip(log_probs, targets, counted)]
+    nll = [
+        [-row[t] if c else 0.0 for row, t, c in zip(seq, ts, cs)] for seq, ts, cs in zip(log_probs, targets, counted)
+    ]
     return _reduce(nll, counted, reduction)
 
 
@@ -102,8 +110,10 @@ def perplexity_from_probs(probs, targets=None, ignore_index=None, mask=None, red
     mask = None if mask is None else _as_batch(mask, 2)
     counted = _counted(targets, ignore_index, mask)
     _check(probs, targets, counted)
-    nll = [[_neg_log(row[t]) if c else 0.0 for row, t, c in zip(seq, ts, cs)]
-           for seq, ts, cs in zip(probs, targets, counted)]
+    nll = [
+        [_neg_log(row[t]) if c else 0.0 for row, t, c in zip(seq, ts, cs)]
+        for seq, ts, cs in zip(probs, targets, counted)
+    ]
     return _reduce(nll, counted, reduction)
 
 

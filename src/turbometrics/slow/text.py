@@ -1,4 +1,5 @@
 """Plain-Python tokenizers and BLEU (sacrebleu's semantics), the baseline for the text kernels."""
+
 from __future__ import annotations
 
 import functools
@@ -11,10 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 _13A = [
-    (re.compile(r"([{-~\[-` -&(-+:-@/])"), r" \1 "),   # punctuation and symbols, padded
-    (re.compile(r"([^0-9])([.,])"), r"\1 \2 "),         # . or , after a non-digit
-    (re.compile(r"([.,])([^0-9])"), r" \1 \2"),         # . or , before a non-digit
-    (re.compile(r"([0-9])(-)"), r"\1 \2 "),             # - after a digit
+    (re.compile(r"([{-~\[-` -&(-+:-@/])"), r" \1 "),  # punctuation and symbols, padded
+    (re.compile(r"([^0-9])([.,])"), r"\1 \2 "),  # . or , after a non-digit
+    (re.compile(r"([.,])([^0-9])"), r" \1 \2"),  # . or , before a non-digit
+    (re.compile(r"([0-9])(-)"), r"\1 \2 "),  # - after a digit
 ]
 
 
@@ -37,11 +38,11 @@ def tokenize(text: str, tokenizer: str = "13a") -> list[str]:
 
 
 def _ngrams(tokens: list[str], max_order: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for n in range(1, max_order + 1) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for n in range(1, max_order + 1) for i in range(len(tokens) - n + 1))
 
 
 def _segment_stats(hyp: str, refs: list[str], tokenizer: str, lowercase: bool, max_order: int) -> list[int]:
-    prep = (lambda s: tokenize(s.lower() if lowercase else s, tokenizer))
+    prep = lambda s: tokenize(s.lower() if lowercase else s, tokenizer)
     h = prep(hyp)
     ref_max: Counter = Counter()
     ref_lens = []
@@ -60,11 +61,12 @@ def _segment_stats(hyp: str, refs: list[str], tokenizer: str, lowercase: bool, m
 
 def _score(stats: list[int], max_order: int, smooth_method: str, smooth_value, effective_order: bool):
     sys_len, ref_len = stats[0], stats[1]
-    correct, total = list(stats[2:2 + max_order]), list(stats[2 + max_order:])
+    correct, total = list(stats[2 : 2 + max_order]), list(stats[2 + max_order :])
     bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
     prec = [0.0] * max_order
-    out = SimpleNamespace(counts=correct, totals=total, precisions=prec, bp=bp, sys_len=sys_len,
-                          ref_len=ref_len, score=0.0)
+    out = SimpleNamespace(
+        counts=correct, totals=total, precisions=prec, bp=bp, sys_len=sys_len, ref_len=ref_len, score=0.0
+    )
     if not any(correct):
         return out
     if smooth_value is None:
@@ -103,24 +105,48 @@ def _segments(hypotheses, references):
     return out
 
 
-def corpus_bleu(hypotheses, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
-                max_ngram_order=4, effective_order=False):
-    stats = [_segment_stats(h, refs, tokenize, lowercase, max_ngram_order)
-             for h, refs in _segments(hypotheses, references)]
+def corpus_bleu(
+    hypotheses,
+    references,
+    tokenize="13a",
+    lowercase=False,
+    smooth_method="exp",
+    smooth_value=None,
+    max_ngram_order=4,
+    effective_order=False,
+):
+    stats = [
+        _segment_stats(h, refs, tokenize, lowercase, max_ngram_order) for h, refs in _segments(hypotheses, references)
+    ]
     summed = [sum(col) for col in zip(*stats)]
     return _score(summed, max_ngram_order, smooth_method, smooth_value, effective_order)
 
 
-def segment_bleu(hypotheses, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
-                 max_ngram_order=4, effective_order=True):
-    return [_score(_segment_stats(h, refs, tokenize, lowercase, max_ngram_order),
-                   max_ngram_order, smooth_method, smooth_value, effective_order).score
-            for h, refs in _segments(hypotheses, references)]
+def segment_bleu(
+    hypotheses,
+    references,
+    tokenize="13a",
+    lowercase=False,
+    smooth_method="exp",
+    smooth_value=None,
+    max_ngram_order=4,
+    effective_order=True,
+):
+    return [
+        _score(
+            _segment_stats(h, refs, tokenize, lowercase, max_ngram_order),
+            max_ngram_order,
+            smooth_method,
+            smooth_value,
+            effective_order,
+        ).score
+        for h, refs in _segments(hypotheses, references)
+    ]
 
 
 # ---------------------------------------------------------------- chrF
 
-_PUNCT = set('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
+_PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def _chrf_words(line: str) -> list[str]:
@@ -138,17 +164,18 @@ def _chrf_words(line: str) -> list[str]:
 def _chrf_counters(line: str, nc: int, nw: int, whitespace: bool) -> list[Counter]:
     chars = line if whitespace else "".join(line.split())
     words = _chrf_words(line)
-    return ([Counter(chars[i:i + n] for i in range(len(chars) - n + 1)) for n in range(1, nc + 1)]
-            + [Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1)) for n in range(1, nw + 1)])
+    return [Counter(chars[i : i + n] for i in range(len(chars) - n + 1)) for n in range(1, nc + 1)] + [
+        Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1)) for n in range(1, nw + 1)
+    ]
 
 
 def _chrf_f(stats: list[int], beta: float, eps_smoothing: bool) -> float:
-    factor, eps = beta ** 2, 1e-16
+    factor, eps = beta**2, 1e-16
     order = len(stats) // 3
     score = avg_p = avg_r = 0.0
     eff = 0
     for i in range(order):
-        n_hyp, n_ref, n_match = stats[3 * i:3 * i + 3]
+        n_hyp, n_ref, n_match = stats[3 * i : 3 * i + 3]
         p = n_match / n_hyp if n_hyp > 0 else eps
         r = n_match / n_ref if n_ref > 0 else eps
         denom = factor * p + r
@@ -168,7 +195,7 @@ def _chrf_f(stats: list[int], beta: float, eps_smoothing: bool) -> float:
 
 
 def _chrf_segment(hyp, refs, nc, nw, beta, lowercase, whitespace, eps_smoothing):
-    prep = (lambda s: s.lower() if lowercase else s)
+    prep = lambda s: s.lower() if lowercase else s
     h = _chrf_counters(prep(hyp), nc, nw, whitespace)
     best, best_f = None, -1.0
     for ref in refs:
@@ -182,10 +209,13 @@ def _chrf_segment(hyp, refs, nc, nw, beta, lowercase, whitespace, eps_smoothing)
     return best
 
 
-def corpus_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
-                eps_smoothing=False):
-    stats = [_chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
-             for h, refs in _segments(hypotheses, references)]
+def corpus_chrf(
+    hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False, eps_smoothing=False
+):
+    stats = [
+        _chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
+        for h, refs in _segments(hypotheses, references)
+    ]
     return _chrf_f([sum(col) for col in zip(*stats)], beta, eps_smoothing)
 
 
@@ -195,22 +225,46 @@ def _one_segment(hypothesis, references):
     return [hypothesis], [[r] for r in references]
 
 
-def sentence_bleu(hypothesis, references, tokenize="13a", lowercase=False, smooth_method="exp", smooth_value=None,
-                  max_ngram_order=4, effective_order=True):
-    return segment_bleu(*_one_segment(hypothesis, references), tokenize, lowercase, smooth_method, smooth_value,
-                        max_ngram_order, effective_order)[0]
+def sentence_bleu(
+    hypothesis,
+    references,
+    tokenize="13a",
+    lowercase=False,
+    smooth_method="exp",
+    smooth_value=None,
+    max_ngram_order=4,
+    effective_order=True,
+):
+    return segment_bleu(
+        *_one_segment(hypothesis, references),
+        tokenize,
+        lowercase,
+        smooth_method,
+        smooth_value,
+        max_ngram_order,
+        effective_order,
+    )[0]
 
 
-def sentence_chrf(hypothesis, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
-                  eps_smoothing=False):
-    return segment_chrf(*_one_segment(hypothesis, references), char_order, word_order, beta, lowercase, whitespace,
-                        eps_smoothing)[0]
+def sentence_chrf(
+    hypothesis, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False, eps_smoothing=False
+):
+    return segment_chrf(
+        *_one_segment(hypothesis, references), char_order, word_order, beta, lowercase, whitespace, eps_smoothing
+    )[0]
 
 
-def segment_chrf(hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False,
-                 eps_smoothing=False):
-    return [_chrf_f(_chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing),
-                    beta, eps_smoothing) for h, refs in _segments(hypotheses, references)]
+def segment_chrf(
+    hypotheses, references, char_order=6, word_order=0, beta=2, lowercase=False, whitespace=False, eps_smoothing=False
+):
+    return [
+        _chrf_f(
+            _chrf_segment(h, refs, char_order, word_order, beta, lowercase, whitespace, eps_smoothing),
+            beta,
+            eps_smoothing,
+        )
+        for h, refs in _segments(hypotheses, references)
+    ]
 
 
 # ---------------------------------------------------------------- ROUGE
@@ -282,8 +336,8 @@ def _rouge_pair(pred: str, ref: str, rtype: str, stem: bool) -> tuple[float, flo
     if rtype == "rougeL":
         return _prf(_lcs_table(r, p)[-1][-1], len(p), len(r)) if p and r else (0.0, 0.0, 0.0)
     k = int(rtype[5:])
-    gp = Counter(tuple(p[i:i + k]) for i in range(len(p) - k + 1))
-    gr = Counter(tuple(r[i:i + k]) for i in range(len(r) - k + 1))
+    gp = Counter(tuple(p[i : i + k]) for i in range(len(p) - k + 1))
+    gr = Counter(tuple(r[i : i + k]) for i in range(len(r) - k + 1))
     overlap = sum(min(c, gp[g]) for g, c in gr.items())
     return _prf(overlap, max(sum(gp.values()), 1), max(sum(gr.values()), 1))
 
@@ -309,9 +363,10 @@ def rouge(predictions, references, rouge_types=("rouge1", "rouge2", "rougeL", "r
 
 # ---------------------------------------------------------------- TER (sacrebleu's Tercom-like search)
 
+
 def _beam_distance(h, r):
     """(edit distance, alignment ref pos -> hyp pos, hyp error flags, ref error flags) by the beam DP."""
-    nh, nr, inf = len(h), len(r), 10 ** 16
+    nh, nr, inf = len(h), len(r), 10**16
     ratio = nr / nh if nh else 1
     beam = math.ceil(ratio / 2 + 25) if 25 < ratio / 2 else 25
     rows = [[(j, "i") for j in range(nr + 1)]]
@@ -324,8 +379,11 @@ def _beam_distance(h, r):
                 row[0] = (rows[-1][0][0] + 1, "d")
                 continue
             same = h[i - 1] == r[j - 1]
-            for cost, op in ((rows[-1][j - 1][0] + (0 if same else 1), " " if same else "s"),
-                             (rows[-1][j][0] + 1, "d"), (row[j - 1][0] + 1, "i")):
+            for cost, op in (
+                (rows[-1][j - 1][0] + (0 if same else 1), " " if same else "s"),
+                (rows[-1][j][0] + 1, "d"),
+                (row[j - 1][0] + 1, "i"),
+            ):
                 if row[j][0] > cost:
                     row[j] = (cost, op)
         rows.append(row)
@@ -352,8 +410,8 @@ def _beam_distance(h, r):
 
 
 def _shifted(words, start, length, target):
-    block = words[start:start + length]
-    rest = words[:start] + words[start + length:]
+    block = words[start : start + length]
+    rest = words[:start] + words[start + length :]
     at = target if target < start else target - length if target > start + length else target
     return rest[:at] + block + rest[at:]
 
@@ -373,7 +431,7 @@ def _ter_edits(h, r):
                 n = 0
                 while n < 10 and sh + n < len(h) and sr + n < len(r) and h[sh + n] == r[sr + n]:
                     n += 1
-                    if any(hyp_err[sh:sh + n]) and any(ref_err[sr:sr + n]) and not sh <= align[sr] < sh + n:
+                    if any(hyp_err[sh : sh + n]) and any(ref_err[sr : sr + n]) and not sh <= align[sr] < sh + n:
                         prev = -1
                         for off in range(-1, n):
                             idx = 0 if sr + off == -1 else align[sr + off] + 1
@@ -403,7 +461,7 @@ def corpus_ter(hypotheses, references, normalized=False, no_punct=False, asian_s
     """TER with the default preprocessing only (lowercasing unless case_sensitive); others raise."""
     if normalized or no_punct or asian_support:
         raise ValueError("the slow baseline implements TER without normalized/no_punct/asian_support")
-    prep = (lambda s: (s if case_sensitive else s.lower()).split())
+    prep = lambda s: (s if case_sensitive else s.lower()).split()
     edits, ref_length = 0, 0.0
     for h, refs in _segments(hypotheses, references):
         e = [_ter_edits(prep(h), prep(r)) for r in refs]

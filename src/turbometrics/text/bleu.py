@@ -6,20 +6,30 @@ and clipped counts come from dense arrays: no string n-grams, no hashing of
 tuples, parallel over segments. The score follows sacrebleu's float
 operations one by one, so scores are bit-identical.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .external_tokenizers import external
-from .token_ids import (as_sequences, as_token_references, bleu_rows_gpu, is_token_input, is_token_sequence, joined,
-                        like_input, on_gpu)
+from .token_ids import (
+    as_sequences,
+    as_token_references,
+    bleu_rows_gpu,
+    is_token_input,
+    is_token_sequence,
+    joined,
+    like_input,
+    on_gpu,
+)
 from .tokenizers import EXTERNAL, combine_nrefs, nrefs_label, tokenizer_code
 
 SACREBLEU_VERSION = "2.6.0"  # the release whose numbers these are
@@ -31,8 +41,9 @@ class ScoreText:
 
     verbose = ""  # the detail after the score (BLEU's precisions and lengths)
 
-    def format(self, width: int = 2, score_only: bool = False, signature: str = "",
-               ci: tuple[float, float] | None = None) -> str:
+    def format(
+        self, width: int = 2, score_only: bool = False, signature: str = "", ci: tuple[float, float] | None = None
+    ) -> str:
         """``ci``: a bootstrap (mean, half-width), printed as sacrebleu prints ``--confidence``."""
         sc = f"{self.score:.{width}f}"
         if ci is not None:
@@ -72,12 +83,15 @@ class BLEUScore(ScoreText):
     def verbose(self) -> str:
         """sacrebleu's detail after the score: precisions, BP, ratio and lengths."""
         prec = "/".join(f"{p:.1f}" for p in self.precisions)
-        return (f"{prec} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} "
-                f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})")
+        return (
+            f"{prec} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} "
+            f"hyp_len = {self.sys_len:d} ref_len = {self.ref_len:d})"
+        )
 
 
-def _sacrebleu_float32(row: np.ndarray, order: int, smooth_method: str, smooth_value: float | None,
-                       effective_order: bool) -> float:
+def _sacrebleu_float32(
+    row: np.ndarray, order: int, smooth_method: str, smooth_value: float | None, effective_order: bool
+) -> float:
     """sacrebleu's ``BLEU.compute_bleu`` score on a float32 statistics row, operation for operation.
 
     sacrebleu's ``--confidence`` and ``--paired-bs`` sum resampled statistics
@@ -85,7 +99,7 @@ def _sacrebleu_float32(row: np.ndarray, order: int, smooth_method: str, smooth_v
     float32 rounding; ``mode="sacrebleu"`` resampling reproduces them with this.
     """
     sys_len, ref_len = int(row[0]), int(row[1])  # sacrebleu casts the lengths to int, not the counts
-    correct, total = list(row[2:2 + order]), list(row[2 + order:2 + 2 * order])
+    correct, total = list(row[2 : 2 + order]), list(row[2 + order : 2 + 2 * order])
     if smooth_value is None:
         smooth_value = SMOOTH[smooth_method][1]
     bp = 1.0
@@ -139,9 +153,14 @@ def _pretokenize(texts: list, ext, lowercase: bool) -> list:
     return [None if t is None else ext.tokenize((t.lower() if lowercase else t).rstrip()) for t in texts]
 
 
-def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str = "13a",
-                       lowercase: bool = False, *, num_threads: int | None = None,
-                       spm_model: str | None = None) -> PreparedReferences:
+def prepare_references(
+    references: Sequence[Sequence[str | None]],
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    *,
+    num_threads: int | None = None,
+    spm_model: str | None = None,
+) -> PreparedReferences:
     """Tokenize reference streams once, for scoring several systems against them.
 
     Parameters
@@ -169,8 +188,8 @@ def prepare_references(references: Sequence[Sequence[str | None]], tokenize: str
         n = len(references[0])
     except (TypeError, IndexError, KeyError):
         n = 0  # as_reference_streams says what is wrong
-    streams = V.as_reference_streams(references, n)
-    threads = V.check_threads(num_threads)
+    streams = _validate.as_reference_streams(references, n)
+    threads = _validate.check_threads(num_threads)
     lc = bool(lowercase)
     if tokenize in EXTERNAL:
         streams, lc = [_pretokenize(s, external(tokenize, spm_model), lc) for s in streams], False
@@ -197,15 +216,23 @@ class BLEU(Metric):
     _state = {"_rows": list, "_nrefs": list, "_ids": list}  # _ids: per update, whether it was token IDs
     modes = ("default", "sacrebleu")
 
-    def __init__(self, tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
-                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False,
-                 *, spm_model: str | None = None):
+    def __init__(
+        self,
+        tokenize: str = "13a",
+        lowercase: bool = False,
+        smooth_method: str = "exp",
+        smooth_value: float | None = None,
+        max_ngram_order: int = 4,
+        effective_order: bool = False,
+        *,
+        spm_model: str | None = None,
+    ):
         self._tok = tokenizer_code(tokenize)
         ext = external(tokenize, spm_model) if tokenize in EXTERNAL else None  # loads it now: errors come early
-        V.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
+        _validate.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
         self._code, default = SMOOTH[smooth_method]
-        self._value = default if smooth_value is None else V.check_real(smooth_value, "smooth_value")
-        self._order = V.check_int(max_ngram_order, "max_ngram_order")
+        self._value = default if smooth_value is None else _validate.check_real(smooth_value, "smooth_value")
+        self._order = _validate.check_int(max_ngram_order, "max_ngram_order")
         if not 1 <= self._order <= _text.MAX_ORDER:
             raise ValueError(f"max_ngram_order must be in [1, {_text.MAX_ORDER}], got {self._order}")
         self.tokenize, self.lowercase, self.smooth_method = tokenize, bool(lowercase), smooth_method
@@ -213,32 +240,42 @@ class BLEU(Metric):
         self.effective_order, self.spm_model = bool(effective_order), spm_model
         smooth = smooth_method + (f"[{self._value:.2f}]" if default is not None else "")
         self._signature, self._ids_signature = (  # all but nrefs (from the data); token IDs are tokens already
-            Signature.of(case="lc" if self.lowercase else "mixed", eff="yes" if self.effective_order else "no",
-                         tok=tok, smooth=smooth, version=SACREBLEU_VERSION)
-            for tok in (ext.signature if ext else tokenize, "none"))
+            Signature.of(
+                case="lc" if self.lowercase else "mixed",
+                eff="yes" if self.effective_order else "no",
+                tok=tok,
+                smooth=smooth,
+                version=SACREBLEU_VERSION,
+            )
+            for tok in (ext.signature if ext else tokenize, "none")
+        )
         self.reset()
 
     def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None):
         ids = is_token_input(hypotheses)
         if self._ids and self._ids[-1] != ids:
-            raise ValueError(f"this BLEU holds statistics of {'token IDs' if self._ids[-1] else 'text'}; "
-                             f"{'token IDs' if ids else 'text'} make another corpus (reset() or a new BLEU)")
+            raise ValueError(
+                f"this BLEU holds statistics of {'token IDs' if self._ids[-1] else 'text'}; "
+                f"{'token IDs' if ids else 'text'} make another corpus (reset() or a new BLEU)"
+            )
         if ids:
             return (*self._stats_ids(hypotheses, references, num_threads, pad_id, device), True)
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
-        hyps = V.as_texts(hypotheses, "hypotheses")
+        hyps = _validate.as_texts(hypotheses, "hypotheses")
         prepared = isinstance(references, PreparedReferences)
         if prepared:
             if (references.tokenize, references.lowercase) != (self.tokenize, self.lowercase):
-                raise ValueError(f"references were prepared with tokenize={references.tokenize!r}, "
-                                 f"lowercase={references.lowercase}; this call asks for "
-                                 f"tokenize={self.tokenize!r}, lowercase={self.lowercase}")
+                raise ValueError(
+                    f"references were prepared with tokenize={references.tokenize!r}, "
+                    f"lowercase={references.lowercase}; this call asks for "
+                    f"tokenize={self.tokenize!r}, lowercase={self.lowercase}"
+                )
             if len(references) != len(hyps):
                 raise ValueError(f"references have {len(references)} segments but there are {len(hyps)} hypotheses")
             refs = references.streams
         else:
-            refs = V.as_reference_streams(references, len(hyps))
+            refs = _validate.as_reference_streams(references, len(hyps))
         lowercase = self.lowercase
         if self.tokenize in EXTERNAL:  # tokenized here (lowercased first, as sacrebleu); the kernel splits on spaces
             ext = external(self.tokenize, self.spm_model)  # cached per process (a metric object stays picklable)
@@ -246,7 +283,9 @@ class BLEU(Metric):
             if not prepared:
                 refs = [_pretokenize(s, ext, lowercase) for s in refs]
             lowercase = False
-        rows = _text.bleu_stats(hyps, refs, self._tok, self._order, lowercase, V.check_threads(num_threads), prepared)
+        rows = _text.bleu_stats(
+            hyps, refs, self._tok, self._order, lowercase, _validate.check_threads(num_threads), prepared
+        )
         return rows, nrefs_label(refs), False
 
     def _stats_ids(self, hypotheses, references, num_threads, pad_id, device):
@@ -254,17 +293,28 @@ class BLEU(Metric):
         the n-gram matching on the GPU for device input (or device="cuda"), up to order 16."""
         gpu = on_gpu(hypotheses, device) and self._order <= 16
         hyp = as_sequences(hypotheses, "hypotheses", pad_id, on_device=gpu)
-        tok, off, h, r, seg = joined(hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id,
-                                                              on_device=gpu))
-        rows = bleu_rows_gpu(tok, off, h, r, seg, self._order) if gpu else \
-            _text.bleu_stats_ids(tok, off, h, r, seg, self._order, V.check_threads(num_threads))
+        tok, off, h, r, seg = joined(
+            hyp, as_token_references(references, len(hyp[1]) - 1, "references", pad_id, on_device=gpu)
+        )
+        rows = (
+            bleu_rows_gpu(tok, off, h, r, seg, self._order)
+            if gpu
+            else _text.bleu_stats_ids(tok, off, h, r, seg, self._order, _validate.check_threads(num_threads))
+        )
         counts = np.diff(seg)
         if not counts.size:  # an empty batch says nothing of the references (it does not make nrefs "var")
             return rows, None
         return rows, int(counts[0]) if counts.min() == counts.max() else "var"
 
-    def update(self, hypotheses: Sequence[str] | Any, references: Sequence[Sequence[str | None]] | PreparedReferences | Any,
-               *, num_threads: int | None = None, pad_id: int | None = None, device: str | None = None) -> "BLEU":
+    def update(
+        self,
+        hypotheses: Sequence[str] | Any,
+        references: Sequence[Sequence[str | None]] | PreparedReferences | Any,
+        *,
+        num_threads: int | None = None,
+        pad_id: int | None = None,
+        device: str | None = None,
+    ) -> BLEU:
         """Add segments: hypotheses and reference streams (or ``PreparedReferences``), or token IDs with
         ``pad_id`` (``device="cuda"``, or IDs on a GPU: counted there), as ``corpus_bleu``."""
         return self._fold(self._stats(hypotheses, references, num_threads, pad_id, device))
@@ -281,8 +331,9 @@ class BLEU(Metric):
         return self._scores(self._all_rows())
 
     def _scores(self, rows: np.ndarray) -> np.ndarray:
-        return _text.bleu_scores(np.ascontiguousarray(rows), self._order, self._code, float(self._value or 0.0),
-                                 self.effective_order)
+        return _text.bleu_scores(
+            np.ascontiguousarray(rows), self._order, self._code, float(self._value or 0.0), self.effective_order
+        )
 
     def signature(self) -> Signature:
         """sacrebleu's signature of this metric over the segments seen so far."""
@@ -293,8 +344,12 @@ class BLEU(Metric):
         """The corpus score of every segment seen, with sacrebleu's statistics and signature."""
         total = column_sums(self._all_rows())
         score, bp, prec, correct, totals = _text.bleu_detail(
-            np.ascontiguousarray(total, dtype=np.int64), self._order, self._code, float(self._value or 0.0),
-            self.effective_order)
+            np.ascontiguousarray(total, dtype=np.int64),
+            self._order,
+            self._code,
+            float(self._value or 0.0),
+            self.effective_order,
+        )
         if not (self._code == 2 and not float(self._value).is_integer()):  # add-k with a fractional k: floats
             correct, totals = [int(c) for c in correct], [int(t) for t in totals]
         return BLEUScore(score, correct, totals, prec, bp, int(total[0]), int(total[1]), self.signature())
@@ -303,14 +358,30 @@ class BLEU(Metric):
         def sacrebleu_score(row):
             return _sacrebleu_float32(row, self._order, self.smooth_method, self.smooth_value, self.effective_order)
 
-        return Plan(self.segment_statistics(), lambda s: self._scores(s)[:, None], np.array([self.compute().score]),
-                    (0,), one_score, sacrebleu_score)
+        return Plan(
+            self.segment_statistics(),
+            lambda s: self._scores(s)[:, None],
+            np.array([self.compute().score]),
+            (0,),
+            one_score,
+            sacrebleu_score,
+        )
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
-                tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
-                smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = False, *,
-                num_threads: int | None = None, spm_model: str | None = None, pad_id: int | None = None) -> BLEUScore:
+def corpus_bleu(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]] | PreparedReferences,
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    max_ngram_order: int = 4,
+    effective_order: bool = False,
+    *,
+    num_threads: int | None = None,
+    spm_model: str | None = None,
+    pad_id: int | None = None,
+) -> BLEUScore:
     """Corpus BLEU, equal to ``sacrebleu.corpus_bleu`` (counts, totals, lengths and score, bit for bit).
 
     Token IDs work too (RL rewards): hypotheses an integer array/tensor (B, L) (positions equal to
@@ -375,14 +446,26 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     >>> tm.corpus_bleu(hyps, refs).signature
     'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0'
     """
-    return BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                spm_model=spm_model).update(hypotheses, references, num_threads=num_threads, pad_id=pad_id).compute()
+    return (
+        BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
+        .update(hypotheses, references, num_threads=num_threads, pad_id=pad_id)
+        .compute()
+    )
 
 
-def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "13a", lowercase: bool = False,
-                  smooth_method: str = "exp", smooth_value: float | None = None, max_ngram_order: int = 4,
-                  effective_order: bool = True, *, spm_model: str | None = None,
-                  pad_id: int | None = None) -> BLEUScore:
+def sentence_bleu(
+    hypothesis: str,
+    references: Sequence[str],
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    max_ngram_order: int = 4,
+    effective_order: bool = True,
+    *,
+    spm_model: str | None = None,
+    pad_id: int | None = None,
+) -> BLEUScore:
     """BLEU of one segment against its references, as ``sacrebleu.sentence_bleu``.
 
     Token IDs work too: ``hypothesis`` an integer sequence, ``references`` a list of them (see
@@ -411,13 +494,23 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], tokenize: str = "1
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
     if is_token_sequence(hypothesis):  # token IDs
         return m.update([hypothesis], [references], num_threads=1, pad_id=pad_id).compute()
-    return m.update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
+    return m.update(*_validate.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
-def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]] | PreparedReferences,
-                 tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
-                 smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
-                 num_threads: int | None = None, spm_model: str | None = None, pad_id: int | None = None) -> np.ndarray:
+def segment_bleu(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]] | PreparedReferences,
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    max_ngram_order: int = 4,
+    effective_order: bool = True,
+    *,
+    num_threads: int | None = None,
+    spm_model: str | None = None,
+    pad_id: int | None = None,
+) -> np.ndarray:
     """Sentence BLEU of every segment, equal to a loop of ``sacrebleu.sentence_bleu``.
 
     Token IDs (with ``pad_id``) work as in ``corpus_bleu``: a BLEU reward per sequence.
@@ -441,7 +534,9 @@ def segment_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
     ...                 [["The cat sat on the mat.", "The dog ran away."]]).round(4)
     array([100.    ,  27.5348])
     """
-    scores = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order,
-                  spm_model=spm_model).update(hypotheses, references, num_threads=num_threads,
-                                              pad_id=pad_id).segment_scores()
+    scores = (
+        BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
+        .update(hypotheses, references, num_threads=num_threads, pad_id=pad_id)
+        .segment_scores()
+    )
     return like_input(scores, hypotheses)  # on the device for device token IDs

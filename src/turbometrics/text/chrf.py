@@ -5,14 +5,15 @@ chrF++, word n-grams of sacrebleu's punctuation-split words, counted on exact
 per-segment ids in C++; per segment the reference with the best F is kept
 (the first on ties), and the corpus score comes from the summed statistics.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
 from .bleu import SACREBLEU_VERSION, ScoreText
@@ -38,11 +39,11 @@ class CHRFScore(ScoreText):
 def _sacrebleu_float32(row: np.ndarray, beta: float, eps_smoothing: bool) -> float:
     """sacrebleu's ``CHRF._compute_f_score`` on a float32 statistics row, operation for operation
     (what its ``--confidence`` and ``--paired-bs`` score resamples with)."""
-    eps, factor, order = 1e-16, beta ** 2, len(row) // 3
+    eps, factor, order = 1e-16, beta**2, len(row) // 3
     score = avg_prec = avg_rec = 0.0
     effective_order = 0
     for i in range(order):
-        n_hyp, n_ref, n_match = row[3 * i:3 * i + 3]
+        n_hyp, n_ref, n_match = row[3 * i : 3 * i + 3]
         prec = n_match / n_hyp if n_hyp > 0 else eps
         rec = n_match / n_ref if n_ref > 0 else eps
         denom = factor * prec + rec
@@ -84,30 +85,53 @@ class CHRF(Metric):
     _state = {"_rows": list, "_nrefs": list}
     modes = ("default", "sacrebleu")
 
-    def __init__(self, char_order: int = 6, word_order: int = 0, beta: float = 2, lowercase: bool = False,
-                 whitespace: bool = False, eps_smoothing: bool = False):
-        nc, nw = V.check_int(char_order, "char_order"), V.check_int(word_order, "word_order")
+    def __init__(
+        self,
+        char_order: int = 6,
+        word_order: int = 0,
+        beta: float = 2,
+        lowercase: bool = False,
+        whitespace: bool = False,
+        eps_smoothing: bool = False,
+    ):
+        nc, nw = _validate.check_int(char_order, "char_order"), _validate.check_int(word_order, "word_order")
         if nc < 0 or nw < 0 or not 1 <= nc + nw <= _text.MAX_ORDER:
-            raise ValueError(f"char_order and word_order must be >= 0 with one to {_text.MAX_ORDER} orders in all; "
-                             f"got {nc}, {nw}")
-        V.check_real(beta, "beta", positive=True, exc=ValueError)
+            raise ValueError(
+                f"char_order and word_order must be >= 0 with one to {_text.MAX_ORDER} orders in all; got {nc}, {nw}"
+            )
+        _validate.check_real(beta, "beta", positive=True, exc=ValueError)
         self.char_order, self.word_order, self.beta = char_order, word_order, beta
         self.lowercase, self.whitespace, self.eps_smoothing = bool(lowercase), bool(whitespace), bool(eps_smoothing)
-        self._signature = Signature.of(case="lc" if self.lowercase else "mixed",
-                                       eff="no" if self.eps_smoothing else "yes", nc=nc, nw=nw,
-                                       space="yes" if self.whitespace else "no", version=SACREBLEU_VERSION)
+        self._signature = Signature.of(
+            case="lc" if self.lowercase else "mixed",
+            eff="no" if self.eps_smoothing else "yes",
+            nc=nc,
+            nw=nw,
+            space="yes" if self.whitespace else "no",
+            version=SACREBLEU_VERSION,
+        )
         self.reset()
 
     def _stats(self, hypotheses, references, num_threads):
         refuse(hypotheses, "chrF", "it is defined on characters")
-        hyps = V.as_texts(hypotheses, "hypotheses")
-        refs = V.as_reference_streams(references, len(hyps))
-        rows = _text.chrf_stats(hyps, refs, self.char_order, self.word_order, float(self.beta), self.whitespace,
-                                self.eps_smoothing, self.lowercase, V.check_threads(num_threads))
+        hyps = _validate.as_texts(hypotheses, "hypotheses")
+        refs = _validate.as_reference_streams(references, len(hyps))
+        rows = _text.chrf_stats(
+            hyps,
+            refs,
+            self.char_order,
+            self.word_order,
+            float(self.beta),
+            self.whitespace,
+            self.eps_smoothing,
+            self.lowercase,
+            _validate.check_threads(num_threads),
+        )
         return rows, nrefs_label(refs)
 
-    def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], *,
-               num_threads: int | None = None) -> "CHRF":
+    def update(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], *, num_threads: int | None = None
+    ) -> CHRF:
         """Add segments: hypotheses and reference streams, as ``corpus_chrf``."""
         return self._fold(self._stats(hypotheses, references, num_threads))
 
@@ -132,17 +156,31 @@ class CHRF(Metric):
     def compute(self) -> CHRFScore:
         """The corpus score of every segment seen, with its signature."""
         total = column_sums(self._all_rows())[None]
-        return CHRFScore(float(self._scores(total)[0]), self.char_order, self.word_order, self.beta,
-                         self.signature())
+        return CHRFScore(float(self._scores(total)[0]), self.char_order, self.word_order, self.beta, self.signature())
 
     def _plan(self) -> Plan:
-        return Plan(self.segment_statistics(), lambda s: self._scores(s)[:, None], np.array([self.compute().score]),
-                    (0,), one_score, lambda row: _sacrebleu_float32(row, self.beta, self.eps_smoothing))
+        return Plan(
+            self.segment_statistics(),
+            lambda s: self._scores(s)[:, None],
+            np.array([self.compute().score]),
+            (0,),
+            one_score,
+            lambda row: _sacrebleu_float32(row, self.beta, self.eps_smoothing),
+        )
 
 
-def corpus_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], char_order: int = 6,
-                word_order: int = 0, beta: float = 2, lowercase: bool = False, whitespace: bool = False,
-                eps_smoothing: bool = False, *, num_threads: int | None = None) -> CHRFScore:
+def corpus_chrf(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]],
+    char_order: int = 6,
+    word_order: int = 0,
+    beta: float = 2,
+    lowercase: bool = False,
+    whitespace: bool = False,
+    eps_smoothing: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> CHRFScore:
     """Corpus chrF (``word_order=2``: chrF++), equal to ``sacrebleu.corpus_chrf``.
 
     Parameters
@@ -186,13 +224,23 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     >>> print(tm.corpus_chrf(["The cat sat on the mat."], [["The cat sat on a mat."]], word_order=2))
     chrF2++ = 72.66
     """
-    return CHRF(char_order, word_order, beta, lowercase, whitespace,
-                eps_smoothing).update(hypotheses, references, num_threads=num_threads).compute()
+    return (
+        CHRF(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
+        .update(hypotheses, references, num_threads=num_threads)
+        .compute()
+    )
 
 
-def sentence_chrf(hypothesis: str, references: Sequence[str], char_order: int = 6, word_order: int = 0,
-                  beta: float = 2, lowercase: bool = False, whitespace: bool = False,
-                  eps_smoothing: bool = False) -> CHRFScore:
+def sentence_chrf(
+    hypothesis: str,
+    references: Sequence[str],
+    char_order: int = 6,
+    word_order: int = 0,
+    beta: float = 2,
+    lowercase: bool = False,
+    whitespace: bool = False,
+    eps_smoothing: bool = False,
+) -> CHRFScore:
     """chrF of one segment against its references, as ``sacrebleu.sentence_chrf``.
 
     Parameters
@@ -213,13 +261,25 @@ def sentence_chrf(hypothesis: str, references: Sequence[str], char_order: int = 
     >>> round(tm.sentence_chrf("The cat sat.", ["The cat sat on a mat."]).score, 4)
     55.6048
     """
-    return CHRF(char_order, word_order, beta, lowercase, whitespace,
-                eps_smoothing).update(*V.as_one_segment(hypothesis, references), num_threads=1).compute()
+    return (
+        CHRF(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
+        .update(*_validate.as_one_segment(hypothesis, references), num_threads=1)
+        .compute()
+    )
 
 
-def segment_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], char_order: int = 6,
-                 word_order: int = 0, beta: float = 2, lowercase: bool = False, whitespace: bool = False,
-                 eps_smoothing: bool = False, *, num_threads: int | None = None) -> np.ndarray:
+def segment_chrf(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]],
+    char_order: int = 6,
+    word_order: int = 0,
+    beta: float = 2,
+    lowercase: bool = False,
+    whitespace: bool = False,
+    eps_smoothing: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> np.ndarray:
     """Sentence chrF of every segment, equal to a loop of ``sacrebleu.sentence_chrf``.
 
     Parameters
@@ -238,5 +298,8 @@ def segment_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str | 
     >>> tm.segment_chrf(["The cat sat.", "A dog."], [["The cat sat on a mat.", "A dog."]]).round(4)
     array([ 55.6048, 100.    ])
     """
-    return CHRF(char_order, word_order, beta, lowercase, whitespace,
-                eps_smoothing).update(hypotheses, references, num_threads=num_threads).segment_scores()
+    return (
+        CHRF(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
+        .update(hypotheses, references, num_threads=num_threads)
+        .segment_scores()
+    )

@@ -6,11 +6,13 @@ pieces); the n-gram counting after that stays ours (the ``none`` kernel
 splits on whitespace). The packages are optional extras, imported on first
 use: ``pip install "turbometrics[ja]"``, ``[ko]`` or ``[spm]``.
 """
+
 from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 MECAB = {  # name -> (python module, dictionary module, dictionary size sacrebleu asserts, signature suffix, extra)
     "ja-mecab": ("MeCab", "ipadic", 392126, "IPA", "ja"),
@@ -28,7 +30,7 @@ NAMES = tuple(MECAB) + tuple(SPM)
 
 class External(NamedTuple):
     tokenize: Callable[[str], str]  # a line -> its tokens joined by single spaces
-    signature: str                  # what sacrebleu's signature shows in tok:
+    signature: str  # what sacrebleu's signature shows in tok:
 
 
 def sacrebleu_model_path(name: str) -> str:
@@ -37,7 +39,7 @@ def sacrebleu_model_path(name: str) -> str:
     return os.path.join(home, "models", os.path.basename(SPM[name][0]))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def external(name: str, spm_model: str | None = None) -> External:
     """The tokenizer ``name`` (one of ``NAMES``), loaded once per process."""
     if name in MECAB:
@@ -51,13 +53,16 @@ def _mecab(name: str) -> External:
         mecab = __import__(module)
         dic = __import__(dic_module)
     except ImportError:
-        raise ImportError(f"tokenize={name!r} needs MeCab and its dictionary: "
-                          f'pip install "turbometrics[{extra}]"') from None
+        raise ImportError(
+            f'tokenize={name!r} needs MeCab and its dictionary: pip install "turbometrics[{extra}]"'
+        ) from None
     tagger = mecab.Tagger(dic.MECAB_ARGS + " -Owakati")
     info = tagger.dictionary_info()
     if info.size != size or info.next is not None:  # sacrebleu's own checks: that dictionary, no user one
-        raise RuntimeError(f"tokenize={name!r} needs MeCab with the {dic_module} dictionary only "
-                           f"({size} entries); this one has {info.size}")
+        raise RuntimeError(
+            f"tokenize={name!r} needs MeCab with the {dic_module} dictionary only "
+            f"({size} entries); this one has {info.size}"
+        )
 
     @functools.lru_cache(maxsize=1 << 16)
     def tokenize(line: str) -> str:
@@ -74,8 +79,10 @@ def _spm(name: str, spm_model: str | None) -> External:
     path = spm_model or sacrebleu_model_path(name)
     if not os.path.isfile(path):
         url = SPM[name][0]
-        raise FileNotFoundError(f"tokenize={name!r} needs its SentencePiece model: download {url} to {path} "
-                                f"(sacrebleu's cache; $SACREBLEU moves it), or pass spm_model='path/to/model'")
+        raise FileNotFoundError(
+            f"tokenize={name!r} needs its SentencePiece model: download {url} to {path} "
+            f"(sacrebleu's cache; $SACREBLEU moves it), or pass spm_model='path/to/model'"
+        )
     sp = sentencepiece.SentencePieceProcessor()
     sp.Load(path)
 

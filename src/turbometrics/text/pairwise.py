@@ -8,13 +8,15 @@ and build its n-grams once, then count every pair in compiled code, in parallel 
 (and ROUGE-Lsum, ROUGE with a tokenizer object, ROUGE on token IDs) prepare each text once and run
 their per-pair kernels on every pair.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._ext import _text
 from .bleu import BLEU, _pretokenize
 from .chrf import CHRF
@@ -26,13 +28,13 @@ from .tokenizers import EXTERNAL, tokenizer_code
 
 __all__ = ["pairwise_bleu", "pairwise_chrf", "pairwise_ter", "pairwise_rouge"]
 
-_MAX_SIDE = 2 ** 31 - 1  # column indices are int32 in the kernels
+_MAX_SIDE = 2**31 - 1  # column indices are int32 in the kernels
 _PAIRS_AT_ONCE = 1 << 16  # TER/ROUGE: pairs handed to the per-pair kernel in one call (bounds the pair lists)
 
 
 def _sides(hypotheses: Any, references: Any) -> tuple[list[str], list[str] | None]:
-    hyps = V.as_texts(hypotheses, "hypotheses")
-    refs = None if references is None else V.as_texts(references, "references")
+    hyps = _validate.as_texts(hypotheses, "hypotheses")
+    refs = None if references is None else _validate.as_texts(references, "references")
     for name, side in (("hypotheses", hyps), ("references", refs)):
         if side is not None and len(side) > _MAX_SIDE:
             raise ValueError(f"{name}: at most {_MAX_SIDE} texts, got {len(side)}")
@@ -51,11 +53,20 @@ def _id_sides(hypotheses: Any, references: Any, pad_id: Any) -> tuple[list[np.nd
     return out[0], out[1]
 
 
-def pairwise_bleu(hypotheses: Sequence[str] | Any, references: Sequence[str] | Any | None = None,
-                  tokenize: str = "13a", lowercase: bool = False, smooth_method: str = "exp",
-                  smooth_value: float | None = None, max_ngram_order: int = 4, effective_order: bool = True, *,
-                  spm_model: str | None = None, pad_id: int | None = None,
-                  num_threads: int | None = None) -> np.ndarray:
+def pairwise_bleu(
+    hypotheses: Sequence[str] | Any,
+    references: Sequence[str] | Any | None = None,
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    smooth_method: str = "exp",
+    smooth_value: float | None = None,
+    max_ngram_order: int = 4,
+    effective_order: bool = True,
+    *,
+    spm_model: str | None = None,
+    pad_id: int | None = None,
+    num_threads: int | None = None,
+) -> np.ndarray:
     """Sentence BLEU of every hypothesis against every reference alone: an (N, M) matrix.
 
     Parameters
@@ -95,18 +106,22 @@ def pairwise_bleu(hypotheses: Sequence[str] | Any, references: Sequence[str] | A
            [10.12]])
     """
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
-    threads = V.check_threads(num_threads)
+    threads = _validate.check_threads(num_threads)
     if is_token_input(hypotheses):
         h_tok, h_off = as_sequences(hypotheses, "hypotheses", pad_id)
         tok, off, ncols = h_tok, h_off, 0
         if references is not None:
             r_tok, r_off = as_sequences(references, "references", pad_id)
-            tok, off, ncols = np.concatenate([h_tok, r_tok]), np.concatenate([h_off, r_off[1:] + h_off[-1]]), \
-                len(r_off) - 1
+            tok, off, ncols = (
+                np.concatenate([h_tok, r_tok]),
+                np.concatenate([h_off, r_off[1:] + h_off[-1]]),
+                len(r_off) - 1,
+            )
             if ncols == 0:
                 return np.zeros((len(h_off) - 1, 0))
-        return _text.pairwise_bleu_ids(tok, off, len(h_off) - 1, ncols, m._order, m._code, float(m._value or 0.0),
-                                       m.effective_order, threads)
+        return _text.pairwise_bleu_ids(
+            tok, off, len(h_off) - 1, ncols, m._order, m._code, float(m._value or 0.0), m.effective_order, threads
+        )
     if pad_id is not None:
         raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
     hyps, refs = _sides(hypotheses, references)
@@ -116,13 +131,23 @@ def pairwise_bleu(hypotheses: Sequence[str] | Any, references: Sequence[str] | A
         hyps = _pretokenize(hyps, ext, lc)
         refs = None if refs is None else _pretokenize(refs, ext, lc)
         tok, lc = tokenizer_code("none"), False
-    return _text.pairwise_bleu(hyps, refs, tok, m._order, m._code, float(m._value or 0.0), m.effective_order, lc,
-                               threads)
+    return _text.pairwise_bleu(
+        hyps, refs, tok, m._order, m._code, float(m._value or 0.0), m.effective_order, lc, threads
+    )
 
 
-def pairwise_chrf(hypotheses: Sequence[str], references: Sequence[str] | None = None, char_order: int = 6,
-                  word_order: int = 0, beta: float = 2, lowercase: bool = False, whitespace: bool = False,
-                  eps_smoothing: bool = False, *, num_threads: int | None = None) -> np.ndarray:
+def pairwise_chrf(
+    hypotheses: Sequence[str],
+    references: Sequence[str] | None = None,
+    char_order: int = 6,
+    word_order: int = 0,
+    beta: float = 2,
+    lowercase: bool = False,
+    whitespace: bool = False,
+    eps_smoothing: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> np.ndarray:
     """Sentence chrF (chrF++ with ``word_order=2``) of every hypothesis against every reference alone.
 
     Parameters
@@ -160,8 +185,17 @@ def pairwise_chrf(hypotheses: Sequence[str], references: Sequence[str] | None = 
     refuse(hypotheses, "chrF", "it is defined on characters")
     hyps, refs = _sides(hypotheses, references)
     m = CHRF(char_order, word_order, beta, lowercase, whitespace, eps_smoothing)
-    return _text.pairwise_chrf(hyps, refs, m.char_order, m.word_order, float(m.beta), m.whitespace, m.eps_smoothing,
-                               m.lowercase, V.check_threads(num_threads))
+    return _text.pairwise_chrf(
+        hyps,
+        refs,
+        m.char_order,
+        m.word_order,
+        float(m.beta),
+        m.whitespace,
+        m.eps_smoothing,
+        m.lowercase,
+        _validate.check_threads(num_threads),
+    )
 
 
 def _pair_blocks(n_rows: int, n_cols: int):
@@ -171,9 +205,16 @@ def _pair_blocks(n_rows: int, n_cols: int):
         yield a, min(n_rows, a + step)
 
 
-def pairwise_ter(hypotheses: Sequence[str], references: Sequence[str] | None = None, normalized: bool = False,
-                 no_punct: bool = False, asian_support: bool = False, case_sensitive: bool = False, *,
-                 num_threads: int | None = None) -> np.ndarray:
+def pairwise_ter(
+    hypotheses: Sequence[str],
+    references: Sequence[str] | None = None,
+    normalized: bool = False,
+    no_punct: bool = False,
+    asian_support: bool = False,
+    case_sensitive: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> np.ndarray:
     """Sentence TER of every hypothesis against every reference alone: an (N, M) matrix.
 
     Parameters
@@ -209,7 +250,7 @@ def pairwise_ter(hypotheses: Sequence[str], references: Sequence[str] | None = N
     refuse(hypotheses, "TER", "its Tercom rules work on the text")
     hyps, refs = _sides(hypotheses, references)
     m = TER(normalized, no_punct, asian_support, case_sensitive)
-    threads = V.check_threads(num_threads)
+    threads = _validate.check_threads(num_threads)
     rows = m._prep(hyps)
     cols = m._prep(m._prep(hyps if refs is None else refs))  # references twice, as sacrebleu (see TER._stats)
     out = np.empty((len(rows), len(cols)))
@@ -219,9 +260,17 @@ def pairwise_ter(hypotheses: Sequence[str], references: Sequence[str] | None = N
     return out
 
 
-def pairwise_rouge(predictions: Sequence[str] | Any, references: Sequence[str] | Any | None = None,
-                   rouge_type: str = "rougeL", use_stemmer: bool = False, split_summaries: bool = False,
-                   tokenizer: Any = None, *, pad_id: int | None = None, num_threads: int | None = None) -> Scores:
+def pairwise_rouge(
+    predictions: Sequence[str] | Any,
+    references: Sequence[str] | Any | None = None,
+    rouge_type: str = "rougeL",
+    use_stemmer: bool = False,
+    split_summaries: bool = False,
+    tokenizer: Any = None,
+    *,
+    pad_id: int | None = None,
+    num_threads: int | None = None,
+) -> Scores:
     """ROUGE of every prediction against every reference alone: (N, M) precision, recall and F matrices.
 
     Parameters
@@ -270,7 +319,7 @@ def pairwise_rouge(predictions: Sequence[str] | Any, references: Sequence[str] |
         preds, refs = list(predictions), None if references is None else list(references)
     kind = m._kinds[0]
     if tokenizer is None and kind <= 10 and not is_token_input(predictions):  # texts tokenized once
-        out = _text.pairwise_rouge(preds, refs, kind, m.use_stemmer, V.check_threads(num_threads))
+        out = _text.pairwise_rouge(preds, refs, kind, m.use_stemmer, _validate.check_threads(num_threads))
         return Scores(out[0], out[1], out[2])
     cols = preds if refs is None else refs  # per pair: ROUGE-Lsum, tokenizer objects, token IDs
     out = np.empty((3, len(preds), len(cols)))

@@ -3,20 +3,21 @@
 Argument order: ours is ``rouge(predictions, references)``; rouge-score's is
 ``RougeScorer.score(target, prediction)``.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._arrays import to_host
 from .._ext import _text
 from .._metric import Metric, Plan, concat
 from . import sentences
-from .token_ids import (as_sequences, as_token_references, is_token_input, joined, like_input, on_gpu,
-                        rouge_rows_gpu)
+from .token_ids import as_sequences, as_token_references, is_token_input, joined, like_input, on_gpu, rouge_rows_gpu
 
 ROUGE_TYPES = tuple(f"rouge{n}" for n in range(1, 10)) + ("rougeL", "rougeLsum")
 ROUGE_LSUM = 11  # the kernel's code for rougeLsum (1..9: ROUGE-N, 10: ROUGE-L)
@@ -58,28 +59,40 @@ class ROUGE(Metric):
     _state = {"_rows": list}
     modes = ("default", "rouge_score")
 
-    def __init__(self, rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
-                 use_stemmer: bool = False, split_summaries: bool = False, tokenizer: Any = None):
-        self.rouge_types = tuple(V.as_texts(rouge_types, "rouge_types"))
+    def __init__(
+        self,
+        rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
+        use_stemmer: bool = False,
+        split_summaries: bool = False,
+        tokenizer: Any = None,
+    ):
+        self.rouge_types = tuple(_validate.as_texts(rouge_types, "rouge_types"))
         if not self.rouge_types:
             raise ValueError("rouge_types is empty")
         self._kinds = [_kind(t) for t in self.rouge_types]  # raises on an unknown type
         if split_summaries:
             sentences.check_available()  # fails now, not at the first update, if the extra is missing
-        if not (tokenizer is None or tokenizer == PRETOKENIZED or callable(tokenizer)
-                or callable(getattr(tokenizer, "tokenize", None))):
-            raise TypeError(f"tokenizer must be None, an object with .tokenize(text), a callable or "
-                            f"{PRETOKENIZED!r}; got {type(tokenizer).__name__}")
+        if not (
+            tokenizer is None
+            or tokenizer == PRETOKENIZED
+            or callable(tokenizer)
+            or callable(getattr(tokenizer, "tokenize", None))
+        ):
+            raise TypeError(
+                f"tokenizer must be None, an object with .tokenize(text), a callable or "
+                f"{PRETOKENIZED!r}; got {type(tokenizer).__name__}"
+            )
         self.use_stemmer, self.tokenizer, self.split_summaries = bool(use_stemmer), tokenizer, bool(split_summaries)
         self.reset()
 
     def _stats(self, predictions, references, num_threads, pad_id=None, device=None):
-        threads = V.check_threads(num_threads)
+        threads = _validate.check_threads(num_threads)
         if self.tokenizer is None and is_token_input(predictions):  # (pretokenized input is lists of str)
             gpu = on_gpu(predictions, device)
             pred = as_sequences(predictions, "predictions", pad_id, on_device=gpu)
-            tok, off, p, r, seg = joined(pred, as_token_references(references, len(pred[1]) - 1, "references",
-                                                                     pad_id, on_device=gpu))
+            tok, off, p, r, seg = joined(
+                pred, as_token_references(references, len(pred[1]) - 1, "references", pad_id, on_device=gpu)
+            )
             if gpu:  # the counts and LCS lengths on the GPU
                 return (rouge_rows_gpu(tok, off, p, r, seg, self._kinds),)
             out = _text.rouge_scores_ids(tok, off, p, r, seg, self._kinds, threads)
@@ -90,8 +103,8 @@ class ROUGE(Metric):
             raise TypeError("pad_id applies to token-ID input; the predictions are text")
         lsum, other = ROUGE_LSUM in self._kinds, any(k != ROUGE_LSUM for k in self._kinds)
         if self.tokenizer is None:
-            preds = V.as_texts(predictions, "predictions")
-            flat, offsets = V.as_multi_references(references, len(preds))
+            preds = _validate.as_texts(predictions, "predictions")
+            flat, offsets = _validate.as_multi_references(references, len(preds))
             if not (self.split_summaries and lsum):  # the kernel splits Lsum texts on line breaks itself
                 out = _text.rouge_scores(preds, flat, offsets, self._kinds, self.use_stemmer, threads)
                 return (out.reshape(len(preds), 3 * len(self._kinds)),)
@@ -120,26 +133,37 @@ class ROUGE(Metric):
             return " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in tokens])
 
         if self.tokenizer == PRETOKENIZED:  # one sentence per text
-            preds = [V.as_texts(p, f"predictions[{i}]") for i, p in enumerate(V._as_list(
-                predictions, "predictions", "a list of token lists"))]
-            refs, offsets = V.as_multi_token_references(references, len(preds))
+            preds = [
+                _validate.as_texts(p, f"predictions[{i}]")
+                for i, p in enumerate(_validate._as_list(predictions, "predictions", "a list of token lists"))
+            ]
+            refs, offsets = _validate.as_multi_token_references(references, len(preds))
             whole = tuple([spell(t) for t in x] for x in (preds, refs))
             return whole, whole, offsets
         split = self.tokenizer if callable(self.tokenizer) else self.tokenizer.tokenize
-        preds = V.as_texts(predictions, "predictions")
-        flat, offsets = V.as_multi_references(references, len(preds))
+        preds = _validate.as_texts(predictions, "predictions")
+        flat, offsets = _validate.as_multi_references(references, len(preds))
         texts = (preds, flat)
         whole = tuple([spell(split(t)) for t in x] for x in texts) if other else None
         if lsum and self.split_summaries:
-            sents = [[[t[a:b] for a, b in sp.tolist()] for t, sp in zip(x, sentences.sentence_spans(x, threads))]
-                     for x in texts]
+            sents = [
+                [[t[a:b] for a, b in sp.tolist()] for t, sp in zip(x, sentences.sentence_spans(x, threads))]
+                for x in texts
+            ]
         else:
             sents = [[t.split("\n") for t in x] for x in texts] if lsum else None
         lines = tuple(["\n".join(spell(split(s)) for s in ss if s) for ss in x] for x in sents) if lsum else None
         return whole, lines, offsets
 
-    def update(self, predictions: Sequence[str] | Any, references: Sequence[str | Sequence[str]] | Any, *,
-               num_threads: int | None = None, pad_id: int | None = None, device: str | None = None) -> "ROUGE":
+    def update(
+        self,
+        predictions: Sequence[str] | Any,
+        references: Sequence[str | Sequence[str]] | Any,
+        *,
+        num_threads: int | None = None,
+        pad_id: int | None = None,
+        device: str | None = None,
+    ) -> ROUGE:
         """Add pairs: predictions and their reference(s), or token IDs with ``pad_id`` (``device="cuda"``,
         or IDs on a GPU: counted there), as ``rouge``."""
         return self._fold(self._stats(predictions, references, num_threads, pad_id, device))
@@ -163,10 +187,17 @@ class ROUGE(Metric):
         return Plan(rows, lambda s: s / len(rows), rows.mean(axis=0), tuple(range(2, 3 * len(types), 3)), wrap)
 
 
-def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
-          rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"), use_stemmer: bool = False,
-          split_summaries: bool = False, tokenizer: Any = None, *,
-          num_threads: int | None = None, pad_id: int | None = None) -> dict[str, Scores]:
+def rouge(
+    predictions: Sequence[str],
+    references: Sequence[str | Sequence[str]],
+    rouge_types: Sequence[str] = ("rouge1", "rouge2", "rougeL", "rougeLsum"),
+    use_stemmer: bool = False,
+    split_summaries: bool = False,
+    tokenizer: Any = None,
+    *,
+    num_threads: int | None = None,
+    pad_id: int | None = None,
+) -> dict[str, Scores]:
     """ROUGE of each prediction against its reference(s), as ``rouge_score.rouge_scorer.RougeScorer``.
 
     Argument order: ours is ``rouge(predictions, references)``; rouge-score's
@@ -241,17 +272,21 @@ def rouge(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
     >>> tm.rouge(["a b", "the " * 600_000], ["a c", "the " * 600_000], ["rougeL"])
     Traceback (most recent call last):
     ...
-    ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of 274877906944 token pairs; split the texts
+    ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of ...; split the texts
     """
-    out = ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer).update(
-        predictions, references, num_threads=num_threads, pad_id=pad_id).compute()
+    out = (
+        ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer)
+        .update(predictions, references, num_threads=num_threads, pad_id=pad_id)
+        .compute()
+    )
     if is_token_input(predictions):  # device token IDs: the scores on the device
         out = {t: Scores(*(like_input(a, predictions) for a in sc)) for t, sc in out.items()}
     return out
 
 
-def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None,
-               device: str | None = None) -> np.ndarray:
+def lcs_length(
+    a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = None, device: str | None = None
+) -> np.ndarray:
     """Length of the longest common subsequence of each pair ``(a[i], b[i])`` of token-id sequences.
 
     ROUGE-L of a pair is then ``P = lcs / len(pred)``, ``R = lcs / len(ref)``,
@@ -289,8 +324,8 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
     """
     from .. import _gpu  # numba.cuda only when asked for
 
-    a_l = V._as_list(a, "a", "a list of 1-D integer arrays")
-    b_l = V._as_list(b, "b", "a list of 1-D integer arrays")
+    a_l = _validate._as_list(a, "a", "a list of 1-D integer arrays")
+    b_l = _validate._as_list(b, "b", "a list of 1-D integer arrays")
     if len(a_l) != len(b_l):
         raise ValueError(f"a has {len(a_l)} sequences but b has {len(b_l)}")
     flat, offsets = [], []
@@ -298,7 +333,11 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
         arrs = []
         for i, s in enumerate(seqs):
             x = to_host(s)
-            x = np.zeros(0, np.int64) if isinstance(x, (list, tuple)) and not x else V.as_int_array(x, f"{name}[{i}]")
+            x = (
+                np.zeros(0, np.int64)
+                if isinstance(x, (list, tuple)) and not x
+                else _validate.as_int_array(x, f"{name}[{i}]")
+            )
             if x.ndim != 1:
                 raise ValueError(f"{name}[{i}] must be 1-D, got shape {x.shape}")
             arrs.append(x.astype(np.int64, copy=False))
@@ -306,8 +345,8 @@ def lcs_length(a: Sequence[Any], b: Sequence[Any], *, num_threads: int | None = 
         flat.append(np.concatenate(arrs) if arrs else np.zeros(0, np.int64))
     ids, inverse = np.unique(np.concatenate(flat), return_inverse=True)  # ids -> [0, n_ids)
     dense = inverse.astype(np.int32)
-    fa, fb = np.ascontiguousarray(dense[:len(flat[0])]), np.ascontiguousarray(dense[len(flat[0]):])
+    fa, fb = np.ascontiguousarray(dense[: len(flat[0])]), np.ascontiguousarray(dense[len(flat[0]) :])
     if _gpu.use_gpu(device):
         (a0, a1), (b0, b1) = ((o[:-1], o[1:]) for o in offsets)
         return _gpu.lcs(fa, a0, a1, fb, b0, b1)
-    return _text.lcs_batch(fa, offsets[0], fb, offsets[1], max(len(ids), 1), V.check_threads(num_threads))
+    return _text.lcs_batch(fa, offsets[0], fb, offsets[1], max(len(ids), 1), _validate.check_threads(num_threads))

@@ -9,6 +9,7 @@ functions, once per distinct character, so the splits follow the installed ``reg
 the running interpreter as nltk's do. (nltk before 3.10 compiled with ``re``, whose
 ``\\w``/``\\d``/``\\s`` differ on a few characters such as ``½``.)
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,14 @@ _lock = ForkSafeLock()  # describing new characters mutates the table the kernel
 
 
 def _flags(ch: str, rx) -> int:
-    f = (_SPACE * bool(rx[0].match(ch)) | _WORD * bool(rx[1].match(ch)) | _DECIMAL * bool(rx[2].match(ch))
-         | _UPPER * ch.isupper() | _LOWER * ch.islower() | _PY_SPACE * ch.isspace())
+    f = (
+        _SPACE * bool(rx[0].match(ch))
+        | _WORD * bool(rx[1].match(ch))
+        | _DECIMAL * bool(rx[2].match(ch))
+        | _UPPER * ch.isupper()
+        | _LOWER * ch.islower()
+        | _PY_SPACE * ch.isspace()
+    )
     # str.lower()'s final-sigma rule reads "cased" and "case-ignorable", which Python does not
     # expose: ask lower() itself (a cased, not ignorable character before a capital sigma makes it
     # final; an ignorable one is skipped, so a cased letter before it decides)
@@ -56,8 +63,9 @@ def _splitter():
         import punkt
         import regex
     except ImportError:
-        raise ImportError('split_summaries=True needs the English Punkt model and the regex module: '
-                          'pip install "turbometrics[lsum]"') from None
+        raise ImportError(
+            'split_summaries=True needs the English Punkt model and the regex module: pip install "turbometrics[lsum]"'
+        ) from None
     rx = tuple(regex.compile(p) for p in (r"\s", r"\w", r"\d"))
     params = punkt.load_model("english")
     s = _text.PunktSplitter()

@@ -8,15 +8,16 @@ operation for operation, in parallel over segments. Per segment the best
 reference (fewest edits) counts, and the reference length is the average over
 the segment's references, as in sacrebleu.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._ext import _text
 from .._metric import Metric, Plan, Signature, concat, one_score
 from .bleu import SACREBLEU_VERSION, ScoreText
@@ -25,21 +26,39 @@ from .tokenizers import combine_nrefs, nrefs_label
 
 # Tercom's normalisation (sacrebleu's TercomTokenizer): literal replacements, then regex passes.
 _WESTERN_LITERAL = (("\n-", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
-_WESTERN = tuple((re.compile(p), r) for p, r in (
-    (r"([{-~[-` -&(-+:-@/])", r" \1 "),  # symbols and punctuation, padded
-    (r"'s ", r" 's "), (r"'s$", r" 's"),  # the possessive
-    (r"([^0-9])([\.,])", r"\1 \2 "), (r"([\.,])([^0-9])", r" \1 \2"),  # . and , next to a non-digit
-    (r"([0-9])(-)", r"\1 \2 ")))
+_WESTERN = tuple(
+    (re.compile(p), r)
+    for p, r in (
+        (r"([{-~[-` -&(-+:-@/])", r" \1 "),  # symbols and punctuation, padded
+        (r"'s ", r" 's "),
+        (r"'s$", r" 's"),  # the possessive
+        (r"([^0-9])([\.,])", r"\1 \2 "),
+        (r"([\.,])([^0-9])", r" \1 \2"),  # . and , next to a non-digit
+        (r"([0-9])(-)", r"\1 \2 "),
+    )
+)
 _ASIAN_PUNCT = r"([\u3001\u3002\u3008-\u3011\u3014-\u301f\uff61-\uff65\u30fb])"
 _FULL_WIDTH_PUNCT = r"([\uff0e\uff0c\uff1f\uff1a\uff1b\uff01\uff02\uff08\uff09])"
-_ASIAN = tuple((re.compile(p), r" \1 ") for p in (
-    r"([\u4e00-\u9fff\u3400-\u4dbf])", r"([\u31c0-\u31ef\u2e80-\u2eff])",
-    r"([\u3300-\u33ff\uf900-\ufaff\ufe30-\ufe4f])", r"([\u3200-\u3f22])")) + tuple(
-    (re.compile(p), r"\1 \2 ") for p in (  # kana runs (the patterns' ^ inside (...) are Tercom's, kept as is)
-        r"(^|^[\u3040-\u309f])([\u3040-\u309f]+)(?=$|^[\u3040-\u309f])",
-        r"(^|^[\u30a0-\u30ff])([\u30a0-\u30ff]+)(?=$|^[\u30a0-\u30ff])",
-        r"(^|^[\u31f0-\u31ff])([\u31f0-\u31ff]+)(?=$|^[\u31f0-\u31ff])")) + tuple(
-    (re.compile(p), r" \1 ") for p in (_ASIAN_PUNCT, _FULL_WIDTH_PUNCT))
+_ASIAN = (
+    tuple(
+        (re.compile(p), r" \1 ")
+        for p in (
+            r"([\u4e00-\u9fff\u3400-\u4dbf])",
+            r"([\u31c0-\u31ef\u2e80-\u2eff])",
+            r"([\u3300-\u33ff\uf900-\ufaff\ufe30-\ufe4f])",
+            r"([\u3200-\u3f22])",
+        )
+    )
+    + tuple(
+        (re.compile(p), r"\1 \2 ")
+        for p in (  # kana runs (the patterns' ^ inside (...) are Tercom's, kept as is)
+            r"(^|^[\u3040-\u309f])([\u3040-\u309f]+)(?=$|^[\u3040-\u309f])",
+            r"(^|^[\u30a0-\u30ff])([\u30a0-\u30ff]+)(?=$|^[\u30a0-\u30ff])",
+            r"(^|^[\u31f0-\u31ff])([\u31f0-\u31ff]+)(?=$|^[\u31f0-\u31ff])",
+        )
+    )
+    + tuple((re.compile(p), r" \1 ") for p in (_ASIAN_PUNCT, _FULL_WIDTH_PUNCT))
+)
 _PUNCT = re.compile(r"[\.,\?:;!\"\(\)]")
 _ASIAN_PUNCT_RE = (re.compile(_ASIAN_PUNCT), re.compile(_FULL_WIDTH_PUNCT))
 
@@ -116,14 +135,23 @@ class TER(Metric):
     _state = {"_rows": list, "_nrefs": list}
     modes = ("default", "sacrebleu")
 
-    def __init__(self, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
-                 case_sensitive: bool = False):
+    def __init__(
+        self,
+        normalized: bool = False,
+        no_punct: bool = False,
+        asian_support: bool = False,
+        case_sensitive: bool = False,
+    ):
         self.normalized, self.no_punct = bool(normalized), bool(no_punct)
         self.asian_support, self.case_sensitive = bool(asian_support), bool(case_sensitive)
-        self._signature = Signature.of(case="mixed" if self.case_sensitive else "lc", tok="tercom",
-                                       norm="yes" if self.normalized else "no",
-                                       punct="no" if self.no_punct else "yes",
-                                       asian="yes" if self.asian_support else "no", version=SACREBLEU_VERSION)
+        self._signature = Signature.of(
+            case="mixed" if self.case_sensitive else "lc",
+            tok="tercom",
+            norm="yes" if self.normalized else "no",
+            punct="no" if self.no_punct else "yes",
+            asian="yes" if self.asian_support else "no",
+            version=SACREBLEU_VERSION,
+        )
         self.reset()
 
     def _prep(self, texts: list) -> list:
@@ -132,16 +160,18 @@ class TER(Metric):
 
     def _stats(self, hypotheses, references, num_threads):
         refuse(hypotheses, "TER", "its Tercom rules work on the text")
-        hyps = V.as_texts(hypotheses, "hypotheses")
-        refs = V.as_reference_streams(references, len(hyps))
+        hyps = _validate.as_texts(hypotheses, "hypotheses")
+        refs = _validate.as_reference_streams(references, len(hyps))
         # sacrebleu preprocesses references twice (once when caching them, again when extracting their
         # words); the Tercom rules are not idempotent ("nima's ," -> "nima 's ,"), so neither are we
-        rows = _text.ter_stats(self._prep(hyps), [self._prep(self._prep(s)) for s in refs],
-                               V.check_threads(num_threads))
+        rows = _text.ter_stats(
+            self._prep(hyps), [self._prep(self._prep(s)) for s in refs], _validate.check_threads(num_threads)
+        )
         return rows, nrefs_label(refs)
 
-    def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], *,
-               num_threads: int | None = None) -> "TER":
+    def update(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], *, num_threads: int | None = None
+    ) -> TER:
         """Add segments: hypotheses and reference streams, as ``corpus_ter``."""
         return self._fold(self._stats(hypotheses, references, num_threads))
 
@@ -151,8 +181,11 @@ class TER(Metric):
     def segment_statistics(self) -> np.ndarray:
         """[edits, average reference length] per segment (float64), sacrebleu's statistics."""
         rows = self._all_rows()
-        return np.stack([rows[:, 0].astype(np.float64), rows[:, 1] / rows[:, 2]], axis=1) if len(rows) else \
-            np.zeros((0, 2))
+        return (
+            np.stack([rows[:, 0].astype(np.float64), rows[:, 1] / rows[:, 2]], axis=1)
+            if len(rows)
+            else np.zeros((0, 2))
+        )
 
     def segment_scores(self) -> np.ndarray:
         """Sentence TER of every segment (float64), as ``segment_ter``."""
@@ -170,18 +203,30 @@ class TER(Metric):
         ref_length = 0.0
         for v in st[:, 1].tolist():  # sequentially, as sacrebleu's sum_of_lists
             ref_length += v
-        return TERScore(float(_ter(np.float64(edits), np.float64(ref_length))), edits, ref_length,
-                        self.signature())
+        return TERScore(float(_ter(np.float64(edits), np.float64(ref_length))), edits, ref_length, self.signature())
 
     def _plan(self) -> Plan:
         st = np.ascontiguousarray(self.segment_statistics())
-        return Plan(st, lambda s: _ter(s[:, 0], s[:, 1])[:, None], np.array([self.compute().score]), (0,),
-                    one_score, _sacrebleu_float32)
+        return Plan(
+            st,
+            lambda s: _ter(s[:, 0], s[:, 1])[:, None],
+            np.array([self.compute().score]),
+            (0,),
+            one_score,
+            _sacrebleu_float32,
+        )
 
 
-def corpus_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], normalized: bool = False,
-               no_punct: bool = False, asian_support: bool = False, case_sensitive: bool = False, *,
-               num_threads: int | None = None) -> TERScore:
+def corpus_ter(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]],
+    normalized: bool = False,
+    no_punct: bool = False,
+    asian_support: bool = False,
+    case_sensitive: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> TERScore:
     """Corpus TER, equal to ``sacrebleu.corpus_ter`` (score, edits and reference length, bit for bit).
 
     Parameters
@@ -229,12 +274,21 @@ def corpus_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | No
     >>> s.num_edits, s.ref_length
     (3, 9.0)
     """
-    return TER(normalized, no_punct, asian_support, case_sensitive).update(
-        hypotheses, references, num_threads=num_threads).compute()
+    return (
+        TER(normalized, no_punct, asian_support, case_sensitive)
+        .update(hypotheses, references, num_threads=num_threads)
+        .compute()
+    )
 
 
-def sentence_ter(hypothesis: str, references: Sequence[str], normalized: bool = False, no_punct: bool = False,
-                 asian_support: bool = False, case_sensitive: bool = False) -> TERScore:
+def sentence_ter(
+    hypothesis: str,
+    references: Sequence[str],
+    normalized: bool = False,
+    no_punct: bool = False,
+    asian_support: bool = False,
+    case_sensitive: bool = False,
+) -> TERScore:
     """TER of one segment against its references, as ``sacrebleu.sentence_ter``.
 
     Parameters
@@ -255,13 +309,23 @@ def sentence_ter(hypothesis: str, references: Sequence[str], normalized: bool = 
     >>> round(tm.sentence_ter("a b", ["a b c"]).score, 2)
     33.33
     """
-    return TER(normalized, no_punct, asian_support, case_sensitive).update(
-        *V.as_one_segment(hypothesis, references), num_threads=1).compute()
+    return (
+        TER(normalized, no_punct, asian_support, case_sensitive)
+        .update(*_validate.as_one_segment(hypothesis, references), num_threads=1)
+        .compute()
+    )
 
 
-def segment_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | None]], normalized: bool = False,
-                no_punct: bool = False, asian_support: bool = False, case_sensitive: bool = False, *,
-                num_threads: int | None = None) -> np.ndarray:
+def segment_ter(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str | None]],
+    normalized: bool = False,
+    no_punct: bool = False,
+    asian_support: bool = False,
+    case_sensitive: bool = False,
+    *,
+    num_threads: int | None = None,
+) -> np.ndarray:
     """Sentence TER of every segment, equal to a loop of ``sacrebleu.sentence_ter``.
 
     Parameters
@@ -280,5 +344,8 @@ def segment_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str | N
     >>> tm.segment_ter(["the cat sat on mat", "a dog"], [["the cat sat on the mat", "the dog ran"]]).round(4)
     array([16.6667, 66.6667])
     """
-    return TER(normalized, no_punct, asian_support, case_sensitive).update(
-        hypotheses, references, num_threads=num_threads).segment_scores()
+    return (
+        TER(normalized, no_punct, asian_support, case_sensitive)
+        .update(hypotheses, references, num_threads=num_threads)
+        .segment_scores()
+    )

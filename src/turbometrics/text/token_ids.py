@@ -7,13 +7,14 @@ them. The numbers equal the same metric on the IDs written as words (``" ".join(
 BLEU with ``tokenize="none"`` (whatever ``tokenize`` says: IDs are already tokens), ROUGE with its
 default tokenizer. Token IDs must be non-negative (rouge-score would read ``-5`` as ``5``).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate
 from .._arrays import is_device_array, is_torch, to_host
 
 
@@ -54,7 +55,7 @@ def refuse(x: Any, metric: str, why: str) -> None:
 def _one(seq: Any, name: str, pad_id: int | None) -> np.ndarray:
     if isinstance(seq, (list, tuple)) and not seq:  # an empty sequence has no dtype to check
         return np.zeros(0, np.int64)
-    a = V.as_int_array(seq, name)
+    a = _validate.as_int_array(seq, name)
     if a.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of token IDs, got shape {a.shape}")
     return a if pad_id is None else a[a != pad_id]
@@ -99,14 +100,14 @@ def _rows(a: Any, name: str, pad_id: int | None) -> tuple[Any, np.ndarray]:
 
 
 def _check_pad(pad_id: Any) -> int | None:
-    return None if pad_id is None else V.check_int(pad_id, "pad_id")
+    return None if pad_id is None else _validate.check_int(pad_id, "pad_id")
 
 
 def _int_array(x: Any, name: str, on_device: bool) -> Any:
     """An integer ndarray, or with ``on_device`` a torch tensor left where it is (the GPU path compacts
     CUDA tensors on their device instead of copying them to the host and back)."""
     if not (on_device and is_torch(x)):
-        return V.as_int_array(to_host(x), name)
+        return _validate.as_int_array(to_host(x), name)
     if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
         raise TypeError(f"{name} must hold integers, got dtype {x.dtype}")
     return x.detach()
@@ -124,8 +125,9 @@ def as_sequences(x: Any, name: str, pad_id: Any = None, on_device: bool = False)
     return _rows(a, name, pad_id)
 
 
-def as_token_references(x: Any, n: int, name: str = "references", pad_id: Any = None,
-                        on_device: bool = False) -> tuple[Any, np.ndarray, np.ndarray]:
+def as_token_references(
+    x: Any, n: int, name: str = "references", pad_id: Any = None, on_device: bool = False
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """References per segment: (tokens, offsets per reference, seg (n + 1): segment i's references are
     references seg[i]..seg[i + 1]). In a (B, R, L) array a reference row that is all ``pad_id`` is absent
     (segments may have fewer references), unless all of a segment's rows are: then one empty reference.
@@ -137,8 +139,9 @@ def as_token_references(x: Any, n: int, name: str = "references", pad_id: Any = 
         seqs, counts = [], np.zeros(n, np.int64)
         for i, item in enumerate(x):
             item = to_host(item)
-            several = getattr(item, "ndim", 1) == 2 or (isinstance(item, (list, tuple)) and len(item) > 0
-                                                         and _is_seq(item[0]))
+            several = getattr(item, "ndim", 1) == 2 or (
+                isinstance(item, (list, tuple)) and len(item) > 0 and _is_seq(item[0])
+            )
             group = list(item) if several else [item]
             if not group:
                 raise ValueError(f"{name}[{i}] holds no reference")
@@ -219,8 +222,8 @@ def bleu_rows_gpu(tok, off, hyp, ref_seq, seg, order: int) -> np.ndarray:
     if len(hyp):  # the closest reference length, the shorter on a tie
         key = np.abs(r_len - np.repeat(h_len, np.diff(seg))) * (1 << 32) + r_len
         rows[:, 1] = np.minimum.reduceat(key, seg[:-1]) % (1 << 32)
-    rows[:, 2:2 + order] = _gpu.ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref=False)
-    rows[:, 2 + order:] = np.maximum(0, h_len[:, None] - np.arange(order)[None, :])
+    rows[:, 2 : 2 + order] = _gpu.ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref=False)
+    rows[:, 2 + order :] = np.maximum(0, h_len[:, None] - np.arange(order)[None, :])
     return rows
 
 
@@ -236,9 +239,11 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
     lcs = None
     if any(k >= 10 for k in kinds):
         worst = int(np.argmax(p_len * r_len)) if len(r_len) else 0
-        if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0 ** 38:  # the CPU path's limit
-            raise ValueError(f"ROUGE-L of {int(r_len[worst])} x {int(p_len[worst])} tokens is over the limit of "
-                             f"{2 ** 38} token pairs; split the texts")
+        if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0**38:  # the CPU path's limit
+            raise ValueError(
+                f"ROUGE-L of {int(r_len[worst])} x {int(p_len[worst])} tokens is over the limit of "
+                f"{2**38} token pairs; split the texts"
+            )
         p_seq = np.repeat(pred, np.diff(seg))  # pair j: reference ref_seq[j], prediction p_seq[j]
         lcs = _gpu.lcs(tok, off[ref_seq], off[ref_seq + 1], tok, off[p_seq], off[p_seq + 1])
     out = np.zeros((len(pred), len(kinds), 3))

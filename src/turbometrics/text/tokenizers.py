@@ -1,7 +1,8 @@
 """Tokenizers: exactly the tokens the metrics see (sacrebleu's, applied after ``rstrip()``)."""
+
 from __future__ import annotations
 
-from .. import _validate as V
+from .. import _validate
 from .._ext import _text
 from . import external_tokenizers
 
@@ -17,7 +18,7 @@ ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
 def tokenizer_code(name: str) -> int:
     """The kernel code of a sacrebleu tokenizer (BLEU's ``tokenize=``); the external ones
     (MeCab, SentencePiece) run first in Python and leave whitespace-separated tokens ("none")."""
-    V.check_choice(name, "tokenize", tuple(TOKENIZERS) + EXTERNAL)
+    _validate.check_choice(name, "tokenize", tuple(TOKENIZERS) + EXTERNAL)
     return TOKENIZERS.get(name, TOKENIZERS["none"])
 
 
@@ -60,8 +61,8 @@ def tokenize(text: str, tokenizer: str = "13a", *, spm_model: str | None = None)
     >>> tm.tokenize("Running dogs!", "rouge-stem")
     ['run', 'dog']
     """
-    text = V.check_str(text, "text")
-    V.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + EXTERNAL + ROUGE_TOKENIZERS)
+    text = _validate.check_str(text, "text")
+    _validate.check_choice(tokenizer, "tokenizer", tuple(TOKENIZERS) + EXTERNAL + ROUGE_TOKENIZERS)
     if tokenizer in EXTERNAL:
         return external_tokenizers.external(tokenizer, spm_model).tokenize(text.rstrip()).split()
     if tokenizer in ROUGE_TOKENIZERS:
