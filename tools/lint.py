@@ -20,8 +20,16 @@ CXX_SKIP = {"unicode_tables.hpp"}
 
 
 def cxx_files() -> list[str]:
-    files = sorted((ROOT / "src" / "turbometrics" / "_ext").glob("*.hpp")) + sorted((ROOT / "tests" / "cxx").glob("*.cpp"))
+    files = sorted((ROOT / "src" / "turbometrics" / "_ext").glob("*.hpp")) + sorted(
+        (ROOT / "tests" / "cxx").glob("*.cpp")
+    )
     return [str(p.relative_to(ROOT)) for p in files if p.name not in CXX_SKIP]
+
+
+def clang_format() -> str:
+    """The clang-format of this environment (the lint extra's wheel) before any on PATH."""
+    here = Path(sys.executable).parent / "clang-format"
+    return str(here) if here.exists() else "clang-format"
 
 
 def main(argv: list[str]) -> int:
@@ -32,17 +40,17 @@ def main(argv: list[str]) -> int:
         steps += [
             [*py, "ruff", "check", "--fix", *PYTHON],
             [*py, "ruff", "format", *PYTHON],
-            ["clang-format", "-i", *cxx_files()],
+            [clang_format(), "-i", *cxx_files()],
         ]
     steps += [
         [*py, "ruff", "check", *PYTHON],
         [*py, "ruff", "format", "--check", *PYTHON],
         [*py, "mypy"],  # the files and settings: pyproject.toml [tool.mypy]
-        ["clang-format", "--dry-run", "--Werror", *cxx_files()],
+        [clang_format(), "--dry-run", "--Werror", *cxx_files()],
     ]
     failed = []
     for cmd in steps:
-        print("$", " ".join(cmd[2:] if cmd[0] == sys.executable else cmd[:4]), flush=True)
+        print("$", " ".join(cmd[2:] if cmd[0] == sys.executable else [Path(cmd[0]).name, *cmd[1:3]]), flush=True)
         if subprocess.run(cmd, cwd=ROOT).returncode != 0:
             failed.append(cmd)
     if failed:

@@ -16,7 +16,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # re-exported
 
 # Functions named after the module that holds them. After loading a submodule the import system binds
 # it on this package (setattr), which would hide the function: `import turbometrics.lm_perplexity` or
@@ -123,13 +123,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
         corpus_bleu,
         corpus_chrf,
         corpus_ter,
-        lcs_length,
         pairwise_bleu,
         pairwise_chrf,
         pairwise_rouge,
         pairwise_ter,
         prepare_references,
-        rouge,
         segment_bleu,
         segment_chrf,
         segment_ter,
@@ -138,6 +136,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
         sentence_ter,
         tokenize,
     )
+    from .text.rouge import lcs_length, rouge  # the functions (text.rouge is also a module)
 
 __all__ = [
     "metrics",

@@ -555,6 +555,7 @@ class HeadFold:
 
     def result(self) -> tuple:
         """(max, sum, bad, target logit) as host arrays."""
+        assert self.rows is not None and self.state is not None, "result() before any add()"
         return tuple(_back(a, self.rows.stream) for a in self.state)
 
 

@@ -12,10 +12,11 @@ rows through ``_plan``.
 
 from __future__ import annotations
 
+import abc
 import copy
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -30,6 +31,8 @@ __all__ = ["Metric", "Plan", "Signature"]
 # and a read never sees half a fold. One lock for all objects keeps metrics picklable and copyable
 # as plain attributes.
 _STATE_LOCK = ForkSafeLock(reentrant=True)
+
+M = TypeVar("M", bound="Metric")
 
 
 def _locked(method: Callable) -> Callable:
@@ -102,7 +105,7 @@ def column_sums(rows: np.ndarray) -> np.ndarray:
     return rows[0] if len(rows) == 1 else rows.sum(axis=0)
 
 
-class Metric:
+class Metric(abc.ABC):
     """Base class of the metric objects in ``tm.metrics``.
 
     A subclass declares its state (``_state``: field name -> a factory of an
@@ -139,14 +142,14 @@ class Metric:
                 out[name] = list(part) if isinstance(part, list) else part.copy()
             return out
 
-    def reset(self) -> Metric:
+    def reset(self: M) -> M:
         """Drop the state; the options stay."""
         with _STATE_LOCK:
             for name, empty in self._state.items():
                 setattr(self, name, empty())
         return self
 
-    def _fold(self, chunk: tuple) -> Metric:
+    def _fold(self: M, chunk: tuple) -> M:
         with _STATE_LOCK:
             for name, part in zip(self._state, chunk):
                 held = getattr(self, name)
@@ -161,7 +164,7 @@ class Metric:
             for name, part in parts.items():
                 setattr(self, name, part)
 
-    def sync(self, process_group: Any = None) -> Metric:
+    def sync(self: M, process_group: Any = None) -> M:
         """Merge every rank's state into this metric, on every rank (``torch.distributed``; see
         ``tm.distributed``): afterwards ``compute()``, ``bootstrap_ci`` and ``paired_test`` give, on
         every rank, the bits of one process that saw rank 0's items, then rank 1's, and so on. Shards
@@ -180,7 +183,7 @@ class Metric:
         if type(other) is not type(self) or other.options() != self.options():
             raise ValueError(f"cannot merge {other!r} into {self!r}: different metrics or options")
 
-    def merge(self, other: Metric) -> Metric:
+    def merge(self: M, other: M) -> M:
         """A new metric object holding both states (self's items first)."""
         self.check_compatible(other)
         with _STATE_LOCK:
@@ -191,11 +194,17 @@ class Metric:
 
     __add__ = merge
 
-    def compute(self) -> Any:  # pragma: no cover - every metric defines it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _stats(self, *args: Any, **kwargs: Any) -> tuple:
+        """The kernel step: inputs -> one chunk per state field (``update`` folds them in)."""
 
-    def _plan(self) -> Plan:  # pragma: no cover - every metric defines it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def compute(self) -> Any:
+        """The scores of everything folded in so far."""
+
+    @abc.abstractmethod
+    def _plan(self) -> Plan:
+        """What ``bootstrap_ci`` and ``paired_test`` need: per-item rows and how to score their sums."""
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())

@@ -90,8 +90,9 @@ def huggingface(model: Any, device: Any) -> Split | str:
     base = getattr(model, "base_model", None)
     if not isinstance(base, torch.nn.Module) or base is model:
         return "it has no base model (base_model_prefix) to stop before the head"
-    if getattr(model.config, "pretraining_tp", 1) not in (None, 1):
-        return f"config.pretraining_tp={model.config.pretraining_tp} splits the head's multiply"
+    tp = getattr(getattr(model, "config", None), "pretraining_tp", 1)
+    if tp not in (None, 1):
+        return f"config.pretraining_tp={tp} splits the head's multiply"
     params = inspect.signature(base.forward).parameters
     kwargs = {"use_cache": False} if "use_cache" in params else {}  # no KV cache is needed to score
     dev = device or head.weight.device

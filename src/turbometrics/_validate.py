@@ -363,7 +363,7 @@ def _as_list(x: Any, name: str, what: str) -> list:
 
 def _check_strs(items: list, name: str, allow_none: bool = False) -> bool:
     """Every item a str (or None); returns whether one is None."""
-    bad, none = str_scan(items, allow_none)  # compiled: set(map(type, items)) took 5 ms per 200,000 texts
+    bad, none = str_scan(items, allow_none)  # compiled: set(map(type, items)) is slow on corpora
     if bad >= 0:
         raise TypeError(
             f"{name}[{bad}] must be a str{' or None' if allow_none else ''}, got {type(items[bad]).__name__}"

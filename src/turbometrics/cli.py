@@ -281,7 +281,7 @@ def _text_parser(sub, name: str, help: str, width: int = 1):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
     parser.add_argument("--version", action="version", version=f"turbometrics {__version__}")

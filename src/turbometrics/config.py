@@ -88,8 +88,8 @@ def _gpu() -> dict[str, Any]:
 
 def config() -> dict[str, dict[str, Any]]:
     """Everything :func:`show_config` prints, as nested dicts."""
-    from . import __version__
     from ._ext import _dense
+    from ._version import __version__
 
     return {
         "turbometrics": {

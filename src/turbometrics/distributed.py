@@ -161,13 +161,13 @@ def _exchange(data: bytes, dist: Any, group: Any) -> list[memoryview]:
     size = torch.tensor([len(data)], dtype=torch.int64, device=device)
     sizes = [torch.zeros_like(size) for _ in range(world)]
     dist.all_gather(sizes, size, group=group)
-    sizes = [int(s.item()) for s in sizes]
-    buf = bytearray(max(sizes))  # every rank sends as many bytes as the largest message
+    lengths = [int(s.item()) for s in sizes]
+    buf = bytearray(max(lengths))  # every rank sends as many bytes as the largest message
     buf[: len(data)] = data
     send = torch.frombuffer(buf, dtype=torch.uint8).to(device)
     recv = [torch.empty_like(send) for _ in range(world)]
     dist.all_gather(recv, send, group=group)
-    return [memoryview(r[:n].cpu().numpy()) for r, n in zip(recv, sizes)]
+    return [r[:n].cpu().numpy().data for r, n in zip(recv, lengths)]  # .data: a memoryview, no copy
 
 
 def sync(*metrics: Any, process_group: Any = None) -> Any:

@@ -51,7 +51,11 @@ def _column(a: Any, name: str, n: int) -> np.ndarray:
 
 
 class _BaseKFold:
-    def __init__(self, n_splits: int, *, shuffle: bool, random_state: Any):
+    n_splits: int
+    shuffle: bool
+    random_state: Any
+
+    def __init__(self, n_splits: int, *, shuffle: bool, random_state: Any) -> None:
         if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral):
             raise ValueError(f"n_splits must be an integer, got {n_splits!r}")
         if n_splits <= 1:
@@ -195,7 +199,11 @@ class GroupKFold(_BaseKFold):
 class RepeatedKFold:
     """scikit-learn's RepeatedKFold: ``n_repeats`` shuffled KFolds drawing from one RandomState in turn."""
 
-    def __init__(self, *, n_splits: int = 5, n_repeats: int = 10, random_state: Any = None):
+    n_splits: int
+    n_repeats: int
+    random_state: Any
+
+    def __init__(self, *, n_splits: int = 5, n_repeats: int = 10, random_state: Any = None) -> None:
         if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral):
             raise ValueError(f"n_repeats must be an integer, got {n_repeats!r}")
         if n_repeats <= 0:
@@ -339,7 +347,7 @@ def cross_validate(
             raise TypeError(f"metrics[{name!r}] must be callable, got {type(m).__name__}")
     if method not in ("auto", "predict", "predict_proba", "decision_function"):
         raise ValueError(f"method must be 'auto', 'predict', 'predict_proba' or 'decision_function'; got {method!r}")
-    splitter = KFold(cv) if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) else cv
+    splitter = KFold(int(cv)) if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) else cv
     if isinstance(cv, (str, bytes)) or not hasattr(splitter, "split"):
         raise TypeError(f"cv must be an int or a splitter with split(X, y, groups), got {type(cv).__name__}")
     if _n_samples(y) != _n_samples(X):

@@ -63,7 +63,7 @@ int main() {
         x[V / 2] = -INFINITY;
         x[1] = std::round(x[1]);
         x[2] = x[1];
-      }                                 // -inf, ties
+      }  // -inf, ties
       if (rep == 4) x[V - 1] = 1000.0;  // 16-bit: e^x overflows the table sum
       if (rep == 5)
         for (auto& v : x) v -= 800.0;  // 16-bit: the table sum underflows

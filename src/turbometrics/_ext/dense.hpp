@@ -118,19 +118,18 @@ template <class L> static const double* exp_table() {
 // Sum of e^x over a row of 16-bit values from the table, in 8 double lanes (element i in lane i % 8)
 // added in a fixed order. One function for every path, compiled here for the x86-64 baseline and never
 // inlined into a path: scalar code either way, and the VEX form of an add from an indexed address
-// (vaddsd (t,i,8), a, a) issues as two uops on Intel cores where SSE's addsd stays one (bf16 rows 0.21 ->
-// 0.16 ns a value on an Intel Xeon, one thread).
+// (vaddsd (t,i,8), a, a) issues as two uops on Intel cores where SSE's addsd stays one.
 __attribute__((noinline)) static double table_sum(const uint16_t* x, int64_t V, const double* table) {
   constexpr bool LITTLE = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;  // x[i] in a word's low bits
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 32 <= V; i += 32) {
     // The row 4 KB ahead: the table's L2 lookups keep the line-fill buffers busy, and without this the
-    // row's own stream starved (bf16 3.5x slower on an Intel Xeon; same order of adds, same bits).
+    // row's own stream starved (same order of adds, same bits).
     __builtin_prefetch(x + i + 2048);
     for (int q = 0; q < 32; q += 8) {
       // Four values a 64-bit load, taken apart by shifts: a load per value besides the lookup's kept
-      // the load ports busy (f16 rows 0.29 -> 0.21 ns a value, Intel Xeon, one thread).
+      // the load ports busy.
       uint64_t w[2];
       std::memcpy(w, x + i + q, 16);
       for (int l = 0; l < 8; ++l) acc[l] += table[(w[l / 4] >> (16 * (LITTLE ? l % 4 : 3 - l % 4))) & 0xffff];
@@ -234,9 +233,9 @@ static std::atomic<const Kernels*> active{nullptr};
 static inline void use_path(int i) { active.store(PATHS[i]); }
 
 // Rows per chunk of the parallel loop: up to 16 short rows, down to one row from 8,192 values up,
-// so that a few long rows (8 x 50,257) and small arrays (16 x 4,096: 65 -> 36 us for the NLL on two
-// Zen 1 threads) still spread over the threads; a chunk of 8,192 values is ~8 us of work, several
-// times a thread's hand-off. Each row's result is its own: any chunking gives the same bits.
+// so that a few long rows (8 x 50,257) and small arrays (16 x 4,096) still spread over the threads; a
+// chunk of 8,192 values is several times a thread's hand-off of work. Each row's result is its own: any
+// chunking gives the same bits.
 static inline int64_t row_chunk(int64_t V) { return std::max<int64_t>(1, std::min<int64_t>(16, 8192 / V)); }
 
 // out[r] = logsumexp(row r) - row r[targets[r]]; rows with a negative target are skipped (0).

@@ -95,7 +95,7 @@ template <> struct Exp<float> {
   // bits, and shifting big's bits left by 23 drops everything else.
   // The polynomial goes in three independent pairs joined by f^2 and f^4
   // (Estrin), not Horner's one chain of ten: the loop is bound by latency, not
-  // by the adders (Zen 1, AVX2: 1.06 -> 0.93 ns a logit; FMA Horner: 0.90).
+  // by the adders.
   static TM_INLINE Pack<float> of(const Pack<float>& d) {
     const float MAGIC = 12582912.0f;
     Pack<float> t = d * 1.44269504088896341f;
@@ -159,8 +159,8 @@ template <class K> struct Ones {
 };
 
 // A pack's lanes as 8-lane vectors (8 floats or doubles: the same on every path; GCC splits them into this
-// path's registers). Kept in registers: a loop over lanes indexed l % 8 went through the stack, and these
-// reductions were ~250 cycles a row (a quarter of a 1,000-wide row's time, Intel Xeon).
+// path's registers). Kept in registers: a loop over lanes indexed l % 8 went through the stack, which made
+// these reductions a large part of a short row's time.
 template <class K> struct Lanes8 {
   typedef K T __attribute__((vector_size(8 * sizeof(K))));
 };
@@ -195,9 +195,9 @@ template <class K> static TM_INLINE void lane_max_min(const Pack<K>& hi, const P
 
 // The next block is prefetched during the max pass and the exp pass about in proportion to their work, so
 // that memory streams through both: float rows a quarter in the max pass (all of it during the exp pass left
-// memory idle in the max pass: f32 rows 1.7x the read on an Intel Xeon's avx512 path, where the exp pass is
-// short and its prefetches came in a burst; half and half slowed the avx2 path there); double rows, whose
-// exp pass is several times longer, all of it in the exp pass (a quarter made f64 rows 8-11% slower).
+// memory idle in the max pass, where the avx512 exp pass is short and its prefetches came in a burst; half
+// and half slowed the avx2 path); double rows, whose exp pass is several times longer, all of it in the exp
+// pass. (The measurements: docs/performance.md, "Measurements behind the kernels".)
 template <class K> constexpr int MAX_PASS_QUARTERS = std::is_same_v<K, float> ? 1 : 0;
 template <class K, int NUM, int DEN, class S> static TM_INLINE void prefetch_part(const S* next, int i) {
   constexpr int BYTES = Pack<K>::LANES * NUM / DEN * (int)sizeof(S);  // NUM/DEN of a pack's worth of source
@@ -347,9 +347,9 @@ template <class K, bool LARGEST> static TM_INLINE int may_enter(K v, K thr) {
     return LARGEST ? v > thr : v < thr;
 }
 
-// Measured on (512, 128256) f32, k=50, one thread: SCAN 32 with a buffer of
-// k + max(k, 64) runs at 45 us/row (a plain read: ~22 us); larger buffers
-// raise the threshold too late (1024: 70 us/row). SCAN 8 or 16: twice as slow.
+// SCAN 32 with a buffer of k + max(k, 64) was the fastest pair measured (docs/performance.md,
+// "Measurements behind the kernels"): larger buffers raise the threshold too late, smaller scans
+// test it too often.
 constexpr int SCAN = 32;
 constexpr int64_t HEAP_K = 16;  // k up to this keeps a heap (see row_topk)
 
@@ -358,8 +358,7 @@ constexpr int64_t HEAP_K = 16;  // k up to this keeps a heap (see row_topk)
 // lane's best is some element's value); the lanes form p = next_pow2(k) groups, and the worst of the
 // p group bests has p >= k distinct elements at least as good as it: no value worse than it is in the
 // top k. The scan then starts from there instead of from the first k values, and far fewer values
-// enter the heap (each entry costs branch mispredictions: (4096, 1000) f32 k=5, Zen 1, one thread,
-// 1.68 -> 1.30 us a row; k=16 5.1 -> 3.3 us). Only a filter: the top k do not depend on it, whatever
+// enter the heap (each entry costs branch mispredictions). Only a filter: the top k do not depend on it, whatever
 // the lane count of the path. False where it says nothing.
 template <class L, bool LARGEST>
 static TM_INLINE bool prefix_floor(const typename L::S* x, int64_t V, int64_t k, typename L::K& floor) {
@@ -407,8 +406,8 @@ template <class L, bool LARGEST> static TM_INLINE void row_topk(const char* row,
   // Seed with the first k; the threshold is the worst of the kept k.
   int64_t n = 0, i = 0;
   for (; i < k; ++i) buf[n++] = {L::get(x[i]), i};
-  // Small k: the kept k are a heap with the worst on top, so the threshold rises with every entry
-  // (a 1,000-wide row, k = 5, Zen 1: 4.4 -> 1.6 us). Larger k: a buffer of candidates, partitioned when full.
+  // Small k: the kept k are a heap with the worst on top, so the threshold rises with every entry.
+  // Larger k: a buffer of candidates, partitioned when full.
   const bool heap = k <= HEAP_K;
   if (heap) std::make_heap(buf, buf + k, before);
   K floor{};
@@ -527,9 +526,9 @@ template <class M> static TM_INLINE M bump(M acc, M m) {
 #endif
 }
 
-// A step is one cache line (RU registers), the next prefetched 4 KB ahead into L2. Measured on an Intel Xeon,
-// one thread, (2048, 128256) f32, a plain read 65 ms (huge pages) / 72 ms (4 KB pages): 128-byte steps
-// ran at 65-90 ms on every path, line steps at 50-54 / 66-79 ms; a prefetch into L1 lost 20-40% on 4 KB pages.
+// A step is one cache line (RU registers), the next prefetched 4 KB ahead into L2: faster than 128-byte steps
+// on every path, and a prefetch into L1 lost on 4 KB pages (docs/performance.md, "Measurements behind the
+// kernels").
 constexpr int RU = VB >= 64 ? 1 : 64 / VB;
 constexpr int RANK_AHEAD = 4096;
 

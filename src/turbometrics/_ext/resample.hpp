@@ -2,8 +2,7 @@
 //
 // The default mode of tm.bootstrap_ci / tm.paired_test draws resample r from its own generator,
 // default_rng(SeedSequence(seed).spawn(count)[r]).integers(0, n, n, dtype=np.uint32). Made one
-// resample at a time in Python that costs ~30 us a resample (SeedSequence, PCG64, a call), more than
-// the sums; here the same three steps run per resample in parallel:
+// resample at a time in Python that costs more than the sums (SeedSequence, PCG64, a call); here the same three steps run per resample in parallel:
 //   1. SeedSequence: the entropy words, padded with zeros to the pool size (a spawned child), then
 //      the spawn key's words, hashed into a pool of 4 words; generate_state(4, uint64) from the pool
 //      (O'Neill's seed_seq alternative, as numpy/random/bit_generator.pyx).
@@ -137,10 +136,10 @@ static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, 
         Pcg64 g(w);
         int32_t* c = counts + r * n;
         const uint32_t rng = (uint32_t)(n - 1);
-        // Past the L2 the increments were one cache miss after another (a million items: 4 MB of counts,
-        // 3.0 ms a resample on an Intel Xeon), so there each draw's counter is prefetched AHEAD draws early
-        // (1.4 ms); counts that stay in cache go without (the ring cost 30% at 3,000 items). Same draws, same
-        // order of increments: the same counts.
+        // Past the L2 the increments are one cache miss after another, so there each draw's counter is
+        // prefetched AHEAD draws early; counts that stay in cache go without (there the ring costs more than
+        // it saves). Same draws, same order of increments: the same counts. (docs/performance.md, "Measurements
+        // behind the kernels".)
         constexpr int AHEAD = 64;
         if (n < (1 << 16)) {
           for (int64_t j = 0; j < n; ++j) ++c[g.bounded(rng)];
@@ -166,7 +165,7 @@ static inline void bootstrap_counts(const uint32_t* entropy, int64_t n_entropy, 
 }
 
 // o[q] = sum over j of s[d[j] * k + q], q < M, in float32 in j order; M fixed so that the sums stay in
-// registers (a runtime column count kept them in memory: one store-to-load chain per draw, 5x slower).
+// registers (a runtime column count kept them in memory: one store-to-load chain per draw).
 template <int M> static void gather_sums(const uint32_t* d, int64_t n, const float* s, int64_t k, float* o) {
   float acc[M] = {};
   for (int64_t j = 0; j < n; ++j) {
@@ -220,8 +219,8 @@ constexpr int64_t BLOCKS = 16;
 constexpr int QMAX = 8;
 
 // Integer sums are exact (mod 2^64, as int64 wraps), so any order gives the same numbers. A run goes in
-// 32-bit lanes, twice as many as 64-bit ones and no widening (BLEU, 3,000 x 1,000: 2x faster on an Intel
-// Xeon), when no partial sum can pass 2^31 - 1: run length x largest |count| x largest |value| below that.
+// 32-bit lanes, twice as many as 64-bit ones and no widening, when no partial sum can pass 2^31 - 1:
+// run length x largest |count| x largest |value| below that.
 template <int Q, class Acc, class T>
 static TM_INLINE void dot_int(const int32_t* c, const T* x, int64_t ld, int64_t L, int64_t* o) {
   Acc a[Q] = {};  // unsigned: wrapping, no overflow to assume away
@@ -242,7 +241,7 @@ template <int Q> static TM_INLINE void dot_f64(const int32_t* c, const double* x
   for (int64_t j = 0; j < L; ++j) {
     const double cd = (double)c[j];
     // x, or +0.0 where the count is 0, by a bit mask: GCC made `c ? x : 0.0` a branch, mispredicted on
-    // every other item of a bootstrap's counts (2.5x slower)
+    // every other item of a bootstrap's counts
     const uint64_t keep = 0 - (uint64_t)(c[j] != 0);
     for (int q = 0; q < Q; ++q) {
       uint64_t b;
@@ -474,8 +473,8 @@ template <class I> static double pairwise(const double* rows, const I* idx, int6
 
 // Indices from the caller (ordered_means) are checked as they are read: each is folded into ``bad`` (x < 0
 // and x > n - 1 both set the sign bit of x | (n - 1 - x)) and clamped into [0, n), so that the read stays
-// inside the rows; a result with a bad index is thrown away. (A pass over all indices first read them from
-// memory twice: 1.5x slower.) Indices drawn here are trusted.
+// inside the rows; a result with a bad index is thrown away. (A pass over all indices first would read them
+// from memory twice.) Indices drawn here are trusted.
 struct Checked {
   uint64_t last, bad = 0;
   explicit Checked(int64_t n) : last((uint64_t)(n - 1)) {}
@@ -642,17 +641,17 @@ template <class T, class Out> static inline void resample_sums(const T* cols, in
   uint32_t xmax = 0;  // int32 columns: their largest |value| bounds every product (a run's 32-bit lanes)
   if constexpr (std::is_same_v<T, int32_t>) xmax = sums::max_abs(cols, k * n);
   tmthreads::parallel_for((R + G - 1) / G, 1, nthreads,
-                    [&] { return std::vector<double>(std::is_same_v<T, double> ? G * k : 0); },
-                    [&](std::vector<double>& part, int64_t g) {
-                      const int64_t r0 = g * G, r1 = std::min(R, r0 + G);
-                      if constexpr (std::is_same_v<T, int32_t>)
-                        p.sums_i32(cols, k, n, counts, r0, r1, out, xmax);
-                      else if constexpr (std::is_same_v<T, int64_t>)
-                        p.sums_i64(cols, k, n, counts, r0, r1, out, xmax);
-                      else
-                        p.sums_f64(cols, k, n, counts, r0, r1, out, part.data());
-                    },
-                    "resample");
+                          [&] { return std::vector<double>(std::is_same_v<T, double> ? G * k : 0); },
+                          [&](std::vector<double>& part, int64_t g) {
+                            const int64_t r0 = g * G, r1 = std::min(R, r0 + G);
+                            if constexpr (std::is_same_v<T, int32_t>)
+                              p.sums_i32(cols, k, n, counts, r0, r1, out, xmax);
+                            else if constexpr (std::is_same_v<T, int64_t>)
+                              p.sums_i64(cols, k, n, counts, r0, r1, out, xmax);
+                            else
+                              p.sums_f64(cols, k, n, counts, r0, r1, out, part.data());
+                          },
+                          "resample");
 }
 
 // ``rs.randint(0, rng + 1, size=total)`` of a RandomState whose MT19937 state is (key, pos), into out
@@ -677,13 +676,13 @@ static inline void legacy_ordered_means(const double* rows, int64_t n, int64_t m
   const rpath::Path& p = rpath::active();
   if (n < 1 && S * k > 0) throw std::invalid_argument("indices must lie in [0, 0): no rows");
   tmthreads::parallel_for((S + MEANS_CHUNK - 1) / MEANS_CHUNK, 1, nthreads, [] { return 0; },
-                    [&](int, int64_t c) {
-                      const int64_t s0 = c * MEANS_CHUNK, s1 = std::min(S, s0 + MEANS_CHUNK);
-                      if (!p.means_i64(rows, m, idx, k, s0, s1, out, n))
-                        throw std::invalid_argument("indices must lie in [0, " + std::to_string(n) + ")");
-                      tmthreads::tick((s1 - s0) * k * m);
-                    },
-                    "resample");
+                          [&](int, int64_t c) {
+                            const int64_t s0 = c * MEANS_CHUNK, s1 = std::min(S, s0 + MEANS_CHUNK);
+                            if (!p.means_i64(rows, m, idx, k, s0, s1, out, n))
+                              throw std::invalid_argument("indices must lie in [0, " + std::to_string(n) + ")");
+                            tmthreads::tick((s1 - s0) * k * m);
+                          },
+                          "resample");
 }
 
 // rouge-score's resample means: for s < S, out[s] = np.mean(rows[rs.randint(0, n, size=n)], axis=0)
@@ -700,30 +699,31 @@ static inline int64_t legacy_bootstrap_means(uint32_t* key, int64_t pos, const d
   std::atomic<int64_t> drawn{0};  // batches drawn so far; key and pos are handed on with it
   auto batches = [&](auto zero) {
     using I = decltype(zero);
-    tmthreads::parallel_for((S + per - 1) / per, 1, nthreads, [&] { return std::vector<I>((size_t)(std::min(per, S) * n)); },
-                      [&](std::vector<I>& buf, int64_t b) {
-                        const int64_t s0 = b * per, cnt = std::min(per, S - s0);
-                        // batches are handed out in order, so the one drawing before this one is already at work; a failure
-                        // there stops the loop, and checkpoint() then ends this wait too
-                        while (drawn.load(std::memory_order_acquire) != b) {
-                          tmthreads::checkpoint();
-                          std::this_thread::yield();
-                        }
-                        if (rng == 0)
-                          std::fill(buf.begin(), buf.begin() + cnt * n, I(0));
-                        else if constexpr (std::is_same_v<I, uint32_t>)
-                          pos = p.fill_u32(key, pos, (uint32_t)rng, buf.data(), cnt * n);
-                        else
-                          pos = legacy::fill_masked64(key, pos, rng, buf.data(), cnt * n);
-                        drawn.store(b + 1, std::memory_order_release);
-                        if (!m) return;
-                        if constexpr (std::is_same_v<I, uint32_t>)
-                          p.means_u32(rows, m, buf.data(), n, 0, cnt, out + s0 * m);
-                        else
-                          p.means_i64(rows, m, buf.data(), n, 0, cnt, out + s0 * m, n);
-                        tmthreads::tick(cnt * n * m);
-                      },
-                      "resample");
+    tmthreads::parallel_for((S + per - 1) / per, 1, nthreads,
+                            [&] { return std::vector<I>((size_t)(std::min(per, S) * n)); },
+                            [&](std::vector<I>& buf, int64_t b) {
+                              const int64_t s0 = b * per, cnt = std::min(per, S - s0);
+                              // batches are handed out in order, so the one drawing before this one is already at work; a failure
+                              // there stops the loop, and checkpoint() then ends this wait too
+                              while (drawn.load(std::memory_order_acquire) != b) {
+                                tmthreads::checkpoint();
+                                std::this_thread::yield();
+                              }
+                              if (rng == 0)
+                                std::fill(buf.begin(), buf.begin() + cnt * n, I(0));
+                              else if constexpr (std::is_same_v<I, uint32_t>)
+                                pos = p.fill_u32(key, pos, (uint32_t)rng, buf.data(), cnt * n);
+                              else
+                                pos = legacy::fill_masked64(key, pos, rng, buf.data(), cnt * n);
+                              drawn.store(b + 1, std::memory_order_release);
+                              if (!m) return;
+                              if constexpr (std::is_same_v<I, uint32_t>)
+                                p.means_u32(rows, m, buf.data(), n, 0, cnt, out + s0 * m);
+                              else
+                                p.means_i64(rows, m, buf.data(), n, 0, cnt, out + s0 * m, n);
+                              tmthreads::tick(cnt * n * m);
+                            },
+                            "resample");
   };
   if (rng <= 0xFFFFFFFFu)
     batches(uint32_t(0));

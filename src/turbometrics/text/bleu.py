@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,7 +39,17 @@ SMOOTH = {"none": (0, None), "floor": (1, 0.1), "add-k": (2, 1), "exp": (3, None
 class ScoreText:
     """sacrebleu's ``Score.format``: ``NAME|signature = 12.34 (μ = 12.30 ± 0.60) <verbose>``."""
 
-    verbose = ""  # the detail after the score (BLEU's precisions and lengths)
+    score: float
+
+    @property
+    def name(self) -> str:
+        """The metric's name as sacrebleu prints it (each score class sets it)."""
+        raise NotImplementedError
+
+    @property
+    def verbose(self) -> str:
+        """The detail after the score (BLEU's precisions and lengths); none by default."""
+        return ""
 
     def format(
         self, width: int = 2, score_only: bool = False, signature: str = "", ci: tuple[float, float] | None = None
@@ -122,7 +132,7 @@ def _sacrebleu_float32(
                 smooth_mteval *= 2
                 precisions[n - 1] = 100.0 / (smooth_mteval * total[n - 1])
             elif smooth_method == "floor":
-                precisions[n - 1] = 100.0 * smooth_value / total[n - 1]
+                precisions[n - 1] = 100.0 * cast(float, smooth_value) / total[n - 1]
         else:
             precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
     logs = [math.log(p) if p else -9999999999 for p in precisions[:eff_order]]
@@ -214,6 +224,9 @@ class BLEU(Metric):
     """
 
     _state = {"_rows": list, "_nrefs": list, "_ids": list}  # _ids: per update, whether it was token IDs
+    _rows: list[np.ndarray]
+    _nrefs: list[int]
+    _ids: list[bool]
     modes = ("default", "sacrebleu")
 
     def __init__(
@@ -350,7 +363,7 @@ class BLEU(Metric):
             float(self._value or 0.0),
             self.effective_order,
         )
-        if not (self._code == 2 and not float(self._value).is_integer()):  # add-k with a fractional k: floats
+        if not (self._code == 2 and not float(self._value or 0.0).is_integer()):  # add-k with a fractional k: floats
             correct, totals = [int(c) for c in correct], [int(t) for t in totals]
         return BLEUScore(score, correct, totals, prec, bp, int(total[0]), int(total[1]), self.signature())
 

@@ -83,6 +83,8 @@ class CHRF(Metric):
     """
 
     _state = {"_rows": list, "_nrefs": list}
+    _rows: list[np.ndarray]
+    _nrefs: list[int]
     modes = ("default", "sacrebleu")
 
     def __init__(

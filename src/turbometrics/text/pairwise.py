@@ -43,14 +43,16 @@ def _sides(hypotheses: Any, references: Any) -> tuple[list[str], list[str] | Non
 
 def _id_sides(hypotheses: Any, references: Any, pad_id: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
     """Token-ID rows and columns as lists of int64 arrays (pad positions removed)."""
-    out = []
+    out: list[list[np.ndarray] | None] = []
     for name, side in (("hypotheses", hypotheses), ("references", references)):
         if side is None:
             out.append(None)
             continue
         tok, off = as_sequences(side, name, pad_id)
         out.append(np.split(tok, off[1:-1]) if len(off) > 1 else [])
-    return out[0], out[1]
+    hyps, refs = out
+    assert hyps is not None  # the hypotheses are required: only the references may be None
+    return hyps, refs
 
 
 def pairwise_bleu(
@@ -309,6 +311,8 @@ def pairwise_rouge(
     if not isinstance(rouge_type, str):
         raise TypeError(f"rouge_type must be a str, got {type(rouge_type).__name__}")
     m = ROUGE([rouge_type], use_stemmer, split_summaries, tokenizer)
+    preds: list[Any]
+    refs: list[Any] | None
     if is_token_input(predictions):
         preds, refs = _id_sides(predictions, references, pad_id)
     elif pad_id is not None:

@@ -57,6 +57,7 @@ class ROUGE(Metric):
     """
 
     _state = {"_rows": list}
+    _rows: list[np.ndarray]
     modes = ("default", "rouge_score")
 
     def __init__(
@@ -132,6 +133,9 @@ class ROUGE(Metric):
         def spell(tokens) -> str:
             return " ".join([words.setdefault(t, np.base_repr(len(words), 36).lower()) for t in tokens])
 
+        preds: list[Any]
+        whole: tuple[list[str], ...] | None
+        sents: list[list[list[str]]] | None
         if self.tokenizer == PRETOKENIZED:  # one sentence per text
             preds = [
                 _validate.as_texts(p, f"predictions[{i}]")
@@ -152,7 +156,7 @@ class ROUGE(Metric):
             ]
         else:
             sents = [[t.split("\n") for t in x] for x in texts] if lsum else None
-        lines = tuple(["\n".join(spell(split(s)) for s in ss if s) for ss in x] for x in sents) if lsum else None
+        lines = tuple(["\n".join(spell(split(s)) for s in ss if s) for ss in x] for x in sents or ()) if lsum else None
         return whole, lines, offsets
 
     def update(

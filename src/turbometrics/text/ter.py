@@ -133,6 +133,8 @@ class TER(Metric):
     """
 
     _state = {"_rows": list, "_nrefs": list}
+    _rows: list[np.ndarray]
+    _nrefs: list[int]
     modes = ("default", "sacrebleu")
 
     def __init__(

@@ -174,6 +174,7 @@ def joined(hyp: tuple[Any, np.ndarray], refs: tuple[Any, np.ndarray, np.ndarray]
     if refs is None:
         return h_tok, h_off, np.arange(n, dtype=np.int64), np.zeros(0, np.int64), np.zeros(n + 1, np.int64)
     r_tok, r_off, seg = refs
+    tok: Any  # a torch tensor where either side is one, else an ndarray
     if is_torch(h_tok) or is_torch(r_tok):
         import torch
 
@@ -235,8 +236,8 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
     lens = np.diff(off)
     p_len, r_len = np.repeat(lens[pred], np.diff(seg)), lens[ref_seq]
     max_n = max([k for k in kinds if k < 10], default=0)
-    overlap = _gpu.ngram_matches(tok, off, pred, ref_seq, seg, max_n, per_ref=True) if max_n else None
-    lcs = None
+    overlap: Any = _gpu.ngram_matches(tok, off, pred, ref_seq, seg, max_n, per_ref=True) if max_n else None
+    lcs: Any = None
     if any(k >= 10 for k in kinds):
         worst = int(np.argmax(p_len * r_len)) if len(r_len) else 0
         if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0**38:  # the CPU path's limit
