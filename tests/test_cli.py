@@ -18,6 +18,7 @@ def run(*args):
     )
 
 
+@pytest.mark.slow  # the whole quick benchmark
 def test_bench_quick_prints_every_metric_against_its_baselines(tmp_path):
     out = run("bench", "--quick", "--repeat", "1", "--json", str(tmp_path / "bench.json"))
     assert out.returncode == 0, out.stderr

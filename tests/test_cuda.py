@@ -15,9 +15,12 @@ from conftest import GPU_REPORT, run_pytest
 
 import turbometrics as tm
 
+pytestmark = pytest.mark.gpu  # numba.cuda kernels: the simulator or PTX, no GPU needed
+
 ROOT = Path(__file__).resolve().parent
 
 
+@pytest.mark.slow  # every kernel in Python threads
 def test_kernels_under_the_cuda_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     env.pop("TURBOMETRICS_GPU_TESTS", None)
@@ -92,6 +95,7 @@ PTX = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # NVVM compiles every kernel twice
 def test_every_kernel_compiles_to_ptx_for_sm80_and_sm90():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     out = subprocess.run([sys.executable, "-c", PTX], env=env, capture_output=True, text=True, timeout=900)
@@ -109,7 +113,7 @@ def test_device_argument_is_checked():
 
 
 def test_no_gpu_is_a_clear_error():
-    from numba import cuda
+    cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is in the test and cuda extras")
 
     if cuda.is_available():
         pytest.skip("a GPU is present")

@@ -54,6 +54,7 @@ def test_examples_run(obj):
     assert runner.failures == 0, f"{obj.__name__}: {runner.failures} example(s) failed (see the output above)"
 
 
+@pytest.mark.docs
 def test_site_builds_strict_with_every_public_name(tmp_path):
     """``mkdocs build --strict`` (any warning fails: broken links, docstrings griffe cannot parse), then every
     name of ``tm.__all__`` has its own API entry (the ``turbometrics.NAME`` anchor mkdocstrings gives a

@@ -72,6 +72,7 @@ print("EQUAL" if out[:3] == out[3:] else f"DIFFER {out}")
 """
 
 
+@pytest.mark.slow  # lm-eval imports datasets, transformers, ...; resamples three metrics
 def test_lm_eval_bootstrap_stderr_under_the_patch():
     """lm-evaluation-harness's bootstrap_stderr scores resamples in a forked multiprocessing Pool: under
     tm.patch() it hung; now it completes with the unpatched numbers."""

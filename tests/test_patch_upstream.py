@@ -18,7 +18,10 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
 from conftest import DATA, PATCH_REPORT
+
+pytestmark = pytest.mark.slow  # fetches sacrebleu's, rouge-score's and scikit-learn's suites from PyPI
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "upstream"

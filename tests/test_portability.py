@@ -33,6 +33,8 @@ from turbometrics import resampling
 from turbometrics._bench import build_without_openmp, zipf_corpus
 from turbometrics._ext import _dense
 
+pytestmark = pytest.mark.build  # each test builds the kernels with another compiler, target or option
+
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "src" / "turbometrics" / "_ext"
 CXX_TESTS = Path(__file__).resolve().parent / "cxx"

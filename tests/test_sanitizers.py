@@ -18,6 +18,8 @@ from conftest import BUILD_REPORT, run_pytest
 
 from turbometrics._bench import build_copy
 
+pytestmark = pytest.mark.build  # an ASan + UBSan build of the extensions
+
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 

@@ -9,6 +9,10 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.build  # builds the sdist and the wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SMOKE = ROOT / "tools" / "wheel_smoke.py"

@@ -13,6 +13,8 @@ from numba import cuda
 
 import turbometrics as tm
 
+pytestmark = pytest.mark.gpu  # run by tests/test_cuda.py under the simulator, or on a GPU
+
 BF16 = ml_dtypes.bfloat16
 
 
