@@ -34,13 +34,15 @@ import statistics
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from . import _validate
 from ._metric import Metric, Plan
+
+if TYPE_CHECKING:
+    import numpy.typing as npt  # (annotations only: importing it costs ~2 ms)
 
 __all__ = ["bootstrap_ci", "paired_test", "ConfidenceInterval", "PairedTestResult"]
 
