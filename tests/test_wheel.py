@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def test_wheel_installs_and_runs_without_a_compiler(tmp_path):
     _run([sys.executable, "-m", "auditwheel", "repair", wheel, "-w", house])
     (repaired,) = house.glob("turbometrics-*.whl")
     assert "manylinux" in repaired.name, repaired.name
+    # the types ship with it: PEP 561's marker and the compiled modules' stubs
+    names = set(zipfile.ZipFile(repaired).namelist())
+    assert {f"turbometrics/{f}" for f in ("py.typed", "_ext/_dense.pyi", "_ext/_text.pyi")} <= names, sorted(names)
     # the runtime dependencies as files, so that the install below needs no index
     _run(
         [

@@ -17,10 +17,14 @@ extreme spread of exponents move them into the bins.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._ext import _dense
+
+if TYPE_CHECKING:
+    import numpy.typing as npt  # (annotations only: importing it costs ~2 ms)
 
 _BINS = 2200  # frexp exponents of finite float64 lie in [-1073, 1024]
 _OFFSET = 1080
@@ -31,7 +35,9 @@ class ExactSum:
     __slots__ = ("hi", "lo", "pos_inf", "neg_inf", "nan", "pending", "n_pending")
 
     def __init__(self) -> None:
-        self.hi = self.lo = None  # the int64 bins, made on first use
+        # the int64 bins, made on first use
+        self.hi: npt.NDArray[np.int64] | None = None
+        self.lo: npt.NDArray[np.int64] | None = None
         self.pos_inf = self.neg_inf = self.nan = 0
         self.pending: list[np.ndarray] = []
         self.n_pending = 0
@@ -46,17 +52,22 @@ class ExactSum:
 
     def _bins(self) -> ExactSum:
         """Make the bins, moving any pending values into them (values are pending only before)."""
-        if self.hi is None:
+        self._binned()
+        return self
+
+    def _binned(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The bins (hi, lo), made on first use as ``_bins`` makes them."""
+        if self.hi is None or self.lo is None:  # (both or neither)
             self.hi = np.zeros(_BINS, dtype=np.int64)
             self.lo = np.zeros(_BINS, dtype=np.int64)
             pending, self.pending, self.n_pending = self.pending, [], 0
             for v in pending:
                 self._bin(v)
-        return self
+        return self.hi, self.lo
 
     def _bin(self, v: np.ndarray) -> ExactSum:
-        self._bins()
-        nan, pos_inf, neg_inf = _dense.exact_bins(np.ascontiguousarray(v, dtype=np.float64), self.hi, self.lo, _OFFSET)
+        hi, lo = self._binned()
+        nan, pos_inf, neg_inf = _dense.exact_bins(np.ascontiguousarray(v, dtype=np.float64), hi, lo, _OFFSET)
         self.nan += nan
         self.pos_inf += pos_inf
         self.neg_inf += neg_inf
@@ -66,8 +77,8 @@ class ExactSum:
         out = ExactSum()
         for part in (self, other):
             if part.hi is not None:
-                out._bins()
-                out.hi, out.lo = out.hi + part.hi, out.lo + part.lo
+                (hi, lo), (part_hi, part_lo) = out._binned(), part._binned()
+                out.hi, out.lo = hi + part_hi, lo + part_lo
             for v in part.pending:
                 out.add(v)
         out.pos_inf, out.neg_inf = self.pos_inf + other.pos_inf, self.neg_inf + other.neg_inf
@@ -81,30 +92,31 @@ class ExactSum:
             s = _dense.fsum(np.concatenate(self.pending)) if self.pending else 0.0
             if s is not None:
                 return s
-            self._bins()  # an intermediate overflow: the bins round the true total
+        hi, lo = self._binned()  # made here for an intermediate overflow: the bins round the true total
         if self.nan or (self.pos_inf and self.neg_inf):
             return float("nan")
         if self.pos_inf:
             return float("inf")
         if self.neg_inf:
             return float("-inf")
-        parts = _dense.exact_parts(self.hi, self.lo, _OFFSET)
+        parts = _dense.exact_parts(hi, lo, _OFFSET)
         if parts is not None:
             try:
                 return math.fsum(parts)
             except OverflowError:  # an intermediate overflow: the integer total below rounds it
                 pass
-        nz = np.nonzero(self.hi | self.lo)[0]
+        nz = np.nonzero(hi | lo)[0]
         if nz.size == 0:
             return 0.0
         base = int(nz[0]) - _OFFSET - 53  # every term is an integer multiple of 2**base
-        total = sum(((int(self.hi[i]) << 27) + int(self.lo[i])) << (int(i) - _OFFSET - 53 - base) for i in nz)
+        total = sum(((int(hi[i]) << 27) + int(lo[i])) << (int(i) - _OFFSET - 53 - base) for i in nz)
         return total * 2.0**base if base >= -1074 and abs(total) < 2**53 else _ratio(total, base)
 
     def copy(self) -> ExactSum:
         out = ExactSum()
         if self.hi is not None:
-            out.hi, out.lo = self.hi.copy(), self.lo.copy()
+            hi, lo = self._binned()
+            out.hi, out.lo = hi.copy(), lo.copy()
         out.pos_inf, out.neg_inf, out.nan = self.pos_inf, self.neg_inf, self.nan
         out.pending, out.n_pending = list(self.pending), self.n_pending
         return out

@@ -10,12 +10,15 @@ import functools
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._arrays import is_torch, to_host
 from ._ext._text import str_scan
+
+if TYPE_CHECKING:
+    from ._ext._dense import _TargetsFn
 
 # Kernel dtype codes (dense.hpp: tmk::Code).
 F16, BF16, F32, F64 = 0, 1, 2, 3
@@ -224,10 +227,10 @@ def as_targets(
     return t64, counted
 
 
-_TARGETS: dict = {}  # dtype.num -> _targets_of(dtype): a dict lookup on an int is the cheapest
+_TARGETS: dict[int, _TargetsFn] = {}  # dtype.num -> _targets_of(dtype): a dict lookup on an int is the cheapest
 
 
-def _targets_of(dtype: np.dtype) -> Any:
+def _targets_of(dtype: np.dtype) -> _TargetsFn:
     """``_dense.targets`` specialised for ``dtype`` (the fused function's own dispatch costs ~1 us a call)."""
     from ._ext import _dense
 
