@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -192,6 +192,8 @@ class _RankMetric(Metric):
     """
 
     _state = {"_ranks": list, "_weights": list}
+    _ranks: list[np.ndarray]
+    _weights: list[np.ndarray | None]
 
     def __init__(self, ties: str = "sklearn", ignore_index: int | None = None):
         self.ties = _validate.check_choice(ties, "ties", TIES)
@@ -279,14 +281,17 @@ class TopKAccuracy(_RankMetric):
         super().__init__(ties, ignore_index)
 
     def _check_classes(self, n_classes: int) -> None:
-        for kk in self.k if self._several() else [self.k]:
+        for kk in self._ks():
             _validate.check_k(kk, n_classes)
 
     def _several(self) -> bool:
         return isinstance(self.k, (tuple, list))
 
+    def _ks(self) -> list[int]:
+        return list(self.k) if isinstance(self.k, (tuple, list)) else [cast(int, self.k)]
+
     def _values(self, r: np.ndarray) -> list[np.ndarray]:
-        return [r < kk for kk in (self.k if self._several() else [self.k])]
+        return [r < kk for kk in self._ks()]
 
     def compute(self) -> float | np.ndarray:
         """The accuracy (a float), or an ndarray of accuracies for a tuple/list ``k``; NaN if no row counted."""

@@ -71,10 +71,10 @@ def _gpu() -> dict[str, Any]:
         return {"usable": False, "why": 'numba-cuda is not installed (pip install "turbometrics[cuda]")'}
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") != "1" and not _has_cuda_driver():
         return {"usable": False, "why": "no NVIDIA driver (libcuda) on this machine"}
-    import numba
+    from numba import config as numba_config
     from numba import cuda
 
-    if numba.config.ENABLE_CUDASIM:
+    if getattr(numba_config, "ENABLE_CUDASIM", 0):  # numba's config attributes are set at run time
         return {"usable": False, "why": "NUMBA_ENABLE_CUDASIM=1: the CUDA simulator stands in for a GPU"}
     try:
         if not cuda.is_available():

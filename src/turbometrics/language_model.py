@@ -200,6 +200,9 @@ class Perplexity(Metric):
     """
 
     _state = {"_total": ExactSum, "_sums": list, "_counts": list}
+    _total: ExactSum
+    _sums: list[np.ndarray]
+    _counts: list[np.ndarray]
 
     def __init__(self, ignore_index: int | None = None, reduction: str = "token", input: str = "logits"):
         _validate.check_choice(reduction, "reduction", REDUCTIONS)

@@ -34,7 +34,7 @@ import statistics
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -69,10 +69,10 @@ class ConfidenceInterval:
     mode: str
 
     def __str__(self) -> str:
-        if isinstance(self.score, tuple):
+        if isinstance(self.score, tuple):  # a named tuple of scores (ROUGE)
             return " ".join(
                 f"{k}={s:.4f} [{lo:.4f}, {hi:.4f}]"
-                for k, s, lo, hi in zip(self.score._fields, self.score, self.low, self.high)
+                for k, s, lo, hi in zip(cast(Any, self.score)._fields, self.score, self.low, self.high)
             )
         return f"{self.score:.2f} (μ = {self.mean:.2f} ± {self.ci:.2f})"
 
@@ -326,7 +326,9 @@ def _sacrebleu_scores(plan: Plan, source: np.random.SeedSequence, n_resamples: i
     else:
         idxs = np.random.default_rng(source).choice(len(stats32), size=(n_resamples, len(stats32)), replace=True)
         sums = [stats32[i].sum(0) for i in idxs]
-    return [plan.sacrebleu_score(s) for s in sums]
+    score = plan.sacrebleu_score
+    assert score is not None, "the sacrebleu mode is offered only by metrics that give sacrebleu_score"
+    return [score(s) for s in sums]
 
 
 def _sacrebleu_ci(plan: Plan, n_resamples: int, seed: Any, threads: int) -> ConfidenceInterval:
@@ -451,12 +453,12 @@ def paired_test(
         diffs = np.abs(scores_s - scores_b)
         p = _p_value(diffs - diffs.mean(), diff)
     else:
-        scores_b, scores_s = [], []
+        parts_b, parts_s = [], []
         cols_b, cols_s = _columns(base.rows), _columns(sys_.rows)
         for counts in _draws("counts", len(base.rows), n_resamples, seed, threads):
-            scores_b.append(base.score(_sums(cols_b, counts, threads))[:, col])
-            scores_s.append(sys_.score(_sums(cols_s, counts, threads))[:, col])
-        scores_b, scores_s = np.concatenate(scores_b), np.concatenate(scores_s)
+            parts_b.append(base.score(_sums(cols_b, counts, threads))[:, col])
+            parts_s.append(sys_.score(_sums(cols_s, counts, threads))[:, col])
+        scores_b, scores_s = np.concatenate(parts_b), np.concatenate(parts_s)
         (b_mean, b_ci), (s_mean, s_ci) = _default_ci(scores_b), _default_ci(scores_s)
         diffs = np.abs(scores_s - scores_b)
         p = _p_value(diffs - math.fsum(diffs) / len(diffs), diff)

@@ -311,6 +311,7 @@ def pairwise_rouge(
     if not isinstance(rouge_type, str):
         raise TypeError(f"rouge_type must be a str, got {type(rouge_type).__name__}")
     m = ROUGE([rouge_type], use_stemmer, split_summaries, tokenizer)
+    kind = m._kinds[0]
     preds: list[Any]
     refs: list[Any] | None
     if is_token_input(predictions):
@@ -318,13 +319,13 @@ def pairwise_rouge(
     elif pad_id is not None:
         raise TypeError("pad_id applies to token-ID input; the predictions are text")
     elif tokenizer is None:
-        preds, refs = _sides(predictions, references)
+        texts, text_refs = _sides(predictions, references)
+        if kind <= 10:  # ROUGE-N and ROUGE-L: the texts tokenized once, every pair in one call
+            out = _text.pairwise_rouge(texts, text_refs, kind, m.use_stemmer, _validate.check_threads(num_threads))
+            return Scores(out[0], out[1], out[2])
+        preds, refs = texts, text_refs
     else:  # the caller's tokenizer (or pre-tokenized lists): validated by ROUGE itself
         preds, refs = list(predictions), None if references is None else list(references)
-    kind = m._kinds[0]
-    if tokenizer is None and kind <= 10 and not is_token_input(predictions):  # texts tokenized once
-        out = _text.pairwise_rouge(preds, refs, kind, m.use_stemmer, _validate.check_threads(num_threads))
-        return Scores(out[0], out[1], out[2])
     cols = preds if refs is None else refs  # per pair: ROUGE-Lsum, tokenizer objects, token IDs
     out = np.empty((3, len(preds), len(cols)))
     for a, b in _pair_blocks(len(preds), len(cols)):
