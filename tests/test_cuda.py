@@ -37,23 +37,22 @@ PTX = textwrap.dedent("""
     F = {K.WIDEN_F32: ["float16", "float32"], K.WIDEN_BF16: ["uint16", "int16"], K.WIDEN_F64: ["float64"]}
     jobs = []
     for widen, types in F.items():
-        ks = K.kernels(widen)
         for T in types:
             for group in (K.TPB, 32):  # a block per row, a warp per row
-                g = K.kernels(widen, group)
                 # targets as users pass them (int64; int32 once, for float32), checked in the kernel
                 for I in ("int64", "int32") if T == "float32" else ("int64",):
                     tg = f"{I}[::1], uint8[::1], boolean, int64, boolean"
-                    jobs.append(("nll_rows", g["nll_rows"], f"void({T}[:, ::1], {tg}, float64[::1], uint8[::1])"))
-                    jobs.append(("rank_rows", g["rank_rows"],
+                    jobs.append(("nll_rows", K.nll_rows(widen, group),
+                                 f"void({T}[:, ::1], {tg}, float64[::1], uint8[::1])"))
+                    jobs.append(("rank_rows", K.rank_rows(widen, group),
                                  f"void({T}[:, ::1], {tg}, boolean, boolean, int64[::1], uint8[::1])"))
-                jobs.append(("fold_rows", g["fold_rows"], f"void({T}[:, ::1], int64[::1], int64, float64[::1], "
-                             "float64[::1], int64[::1], float64[::1])"))
+                jobs.append(("fold_rows", K.fold_rows(widen, group), f"void({T}[:, ::1], int64[::1], int64, "
+                             "float64[::1], float64[::1], int64[::1], float64[::1])"))
             if widen != K.WIDEN_F64:
-                jobs.append(("topk_rows", ks["topk_rows"], f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
+                jobs.append(("topk_rows", K.topk_rows(widen), f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])", (K.TPB, K.TOPK_BLOCKS)))  # as it ships
     for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows only
-        jobs.append(("nll_rows", K.kernels(K.WIDEN_BF16_PAIRS, group)["nll_rows"], "void(int32[:, ::1], "
+        jobs.append(("nll_rows", K.nll_rows(K.WIDEN_BF16_PAIRS, group), "void(int32[:, ::1], "
                      "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
     for T in ("int32", "int64"):  # tokens of lcs_length (int32) and of token-ID ROUGE-L (int64)
         jobs.append(("lcs_pairs", K.lcs_pairs,

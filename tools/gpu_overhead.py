@@ -30,8 +30,8 @@ def best(fn, n=30):
 rows = _gpu.device_rows(x, "x")
 buf, out, status = _gpu._with_status(rows, np.float64)
 tg = _gpu.device_targets(rows, t, None, None, status)  # device targets: checked in the kernel
-nll = K.kernels(rows.widen)["nll_rows"]
-rank = K.kernels(rows.widen)["rank_rows"]
+nll = K.nll_rows(rows.widen)
+rank = K.rank_rows(rows.widen)
 no_rows = rows.data[:0]  # a launch that does no work: numba's dispatch and the driver's launch alone
 rbuf, ro, rstatus = _gpu._with_status(rows, np.int64)
 for name, fn in [

@@ -187,7 +187,7 @@ def variants():
         rows, vals, idx, _ = _gpu.topk_job(x, 50, True)
         ck, ci = _gpu._empty(rows, 4096 * 50, np.int64), _gpu._empty(rows, 4096 * 50, np.int64)  # radix scratch
         for blocks in (None, 5, 6):
-            kern = K.kernels(rows.widen, K.TPB, blocks)["topk_rows"]
+            kern = K.topk_rows(rows.widen, blocks)
             run = kern[4096, K.TPB, rows.stream]
             ms = cuda_ms(functools.partial(run, rows.data, 50, True, vals, idx, ck, ci))
             regs = kern.get_regs_per_thread() if hasattr(kern, "get_regs_per_thread") else "?"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -411,12 +411,13 @@ def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
 
 
 def _launch_rows(name: str, rows: Rows, *args) -> None:
-    """A row kernel with a warp per short row or a block per long one."""
+    """Row kernel ``name`` (its factory's name in ``_kernels.cuda``) with a warp per short row or a block per
+    long one."""
     _, K = _cuda()
     n, c = rows.data.shape[0], rows.n_classes
     group = 32 if c <= WARP_ROW_MAX_V else K.TPB
     per_block = K.TPB // group
-    K.kernels(rows.widen, group)[name][(n + per_block - 1) // per_block, K.TPB, rows.stream](rows.data, *args)
+    getattr(K, name)(rows.widen, group)[(n + per_block - 1) // per_block, K.TPB, rows.stream](rows.data, *args)
 
 
 def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *options) -> tuple:
@@ -486,9 +487,7 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
 
     def launch() -> None:
         if n:
-            K.kernels(rows.widen)["topk_rows"][n, K.TPB, rows.stream](
-                rows.data, k, bool(largest), vals, idx, cand_key, cand_idx
-            )
+            K.topk_rows(rows.widen)[n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
 
     return rows, vals, idx, launch
 

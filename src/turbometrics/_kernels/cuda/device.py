@@ -1,0 +1,270 @@
+"""The launch constants and the device primitives the row kernels share: bit casts, the row reads (one a
+widening), and the warp/block reductions.
+
+Two implementations of the few primitives the CUDA simulator lacks (warp
+shuffles, libdevice bit casts) are chosen at import: the fast ones on a real
+GPU (PTX-compiled in the tests, run when a GPU is lent) and shared-memory /
+arithmetic ones under ``NUMBA_ENABLE_CUDASIM=1``, so the simulator runs every
+kernel with the same algorithm. ``TPB`` shrinks to 64 in the simulator, where
+each thread is a Python thread.
+
+Every device function here is inlined into its callers (``inline=True``: at Numba IR level), so sharing one
+across kernels, or making it once per specialisation in a factory, does not change the code they compile to.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numba import config, cuda, float32, float64, int32, int64, uint64
+
+SIM = bool(config.ENABLE_CUDASIM)  # type: ignore[attr-defined]  # numba's config sets it from the environment
+TPB = 64 if SIM else 256  # threads per block
+WARPS = TPB // 32
+FULL = 0xFFFFFFFF
+
+# widening of a stored element to the type it is compared/summed in
+WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
+# bf16 rows of even length read as 32-bit words, two elements a load (nll_rows only): twice the bytes in flight
+WIDEN_BF16_PAIRS = 3
+
+
+@cuda.jit(device=True, inline=True)
+def merge(m1, s1, m2, s2):
+    """(max, sum exp(v - max)) of two parts; an empty part is (-inf, 0)."""
+    if s2 == 0.0:
+        return m1, s1
+    if s1 == 0.0:
+        return m2, s2
+    if m1 >= m2:
+        return m1, s1 + s2 * math.exp(m2 - m1)
+    return m2, s2 + s1 * math.exp(m1 - m2)
+
+
+if SIM:
+
+    @cuda.jit(device=True, inline=True)
+    def fast_expf(v):
+        return math.exp(v)
+
+    @cuda.jit(device=True, inline=True)
+    def bf16_to_f32(b):
+        return np.array([(int(b) & 0xFFFF) << 16], np.uint32).view(np.float32)[0]
+
+    @cuda.jit(device=True, inline=True)
+    def bits_f32(u):
+        return np.array([int(u) & FULL], np.uint32).view(np.float32)[0]
+
+    @cuda.jit(device=True, inline=True)
+    def f32_bits(v):
+        return int(np.array([v], np.float32).view(np.uint32)[0])
+
+    @cache
+    def group_sum(G: int) -> Any:
+        """gsum(v, buf): the sum of v over each group of G threads (G = 32 or TPB; buf: shared int64[TPB]),
+        which every member gets; every thread of the block must call it."""
+
+        @cuda.jit(device=True, inline=True)
+        def gsum(v, buf):
+            """Sum over each group of G threads (buf: shared int64[TPB]); every member gets it."""
+            t = cuda.threadIdx.x
+            base, lane = t - t % G, t % G
+            buf[t] = v
+            cuda.syncthreads()
+            h = G // 2
+            while h > 0:
+                if lane < h:
+                    buf[t] += buf[t + h]
+                cuda.syncthreads()
+                h //= 2
+            r = buf[base]
+            cuda.syncthreads()
+            return r
+
+        return gsum
+
+    @cache
+    def group_lse_merge(G: int) -> Any:
+        """glse(m, s, bm, bs): the ``merge`` of each thread's (max, sum exp(v - max)) over each group of G
+        threads (bm, bs: shared float64[TPB]), which every member gets; every thread of the block must call it."""
+
+        @cuda.jit(device=True, inline=True)
+        def glse(m, s, bm, bs):
+            """Log-sum-exp merge of per-thread (max, sum exp(v - max)) over each group of G threads."""
+            t = cuda.threadIdx.x
+            base, lane = t - t % G, t % G
+            bm[t] = m
+            bs[t] = s
+            cuda.syncthreads()
+            h = G // 2
+            while h > 0:
+                if lane < h:
+                    m2, s2 = merge(bm[t], bs[t], bm[t + h], bs[t + h])
+                    bm[t] = m2
+                    bs[t] = s2
+                cuda.syncthreads()
+                h //= 2
+            rm, rs = bm[base], bs[base]
+            cuda.syncthreads()
+            return rm, rs
+
+        return glse
+else:
+
+    @cuda.jit(device=True, inline=True)
+    def fast_expf(v):
+        """ex2.approx of v * log2(e): two instructions for libdevice expf's ~17, within 2 ulp + the argument's
+        rounding; the terms near the row's max, which carry the sum, are the exactly-scaled ones."""
+        return cuda.libdevice.fast_expf(v)
+
+    @cuda.jit(device=True, inline=True)
+    def bf16_to_f32(b):
+        return cuda.libdevice.int_as_float(int32((int32(b) & 0xFFFF) << 16))
+
+    @cuda.jit(device=True, inline=True)
+    def bits_f32(u):
+        return cuda.libdevice.int_as_float(int32(u))
+
+    @cuda.jit(device=True, inline=True)
+    def f32_bits(v):
+        return int64(cuda.libdevice.float_as_int(v)) & FULL
+
+    @cuda.jit(device=True, inline=True)
+    def _warp_sum(v):
+        off = 16
+        while off > 0:  # butterfly: every lane ends with the total
+            v += cuda.shfl_xor_sync(FULL, v, off)
+            off //= 2
+        return v
+
+    @cuda.jit(device=True, inline=True)
+    def _warp_lse(m, s):
+        off = 16
+        while off > 0:
+            m, s = merge(m, s, cuda.shfl_xor_sync(FULL, m, off), cuda.shfl_xor_sync(FULL, s, off))
+            off //= 2
+        return m, s
+
+    @cache
+    def group_sum(G: int) -> Any:
+        """gsum(v, buf): the sum of v over each group of G threads (G = 32 or TPB; buf: shared int64[TPB]),
+        which every member gets; every thread of the block must call it."""
+        if G == 32:
+
+            @cuda.jit(device=True, inline=True)
+            def wsum(v, buf):
+                return _warp_sum(v)
+
+            return wsum
+
+        @cuda.jit(device=True, inline=True)
+        def bsum(v, buf):
+            """Block sum: warp shuffles, then one shared slot per warp."""
+            t = cuda.threadIdx.x
+            lane, w = t % 32, t // 32
+            v = _warp_sum(v)
+            if lane == 0:
+                buf[w] = v
+            cuda.syncthreads()
+            if w == 0:
+                v = _warp_sum(buf[lane] if lane < WARPS else int64(0))
+                if lane == 0:
+                    buf[0] = v
+            cuda.syncthreads()
+            r = buf[0]
+            cuda.syncthreads()
+            return r
+
+        return bsum
+
+    @cache
+    def group_lse_merge(G: int) -> Any:
+        """glse(m, s, bm, bs): the ``merge`` of each thread's (max, sum exp(v - max)) over each group of G
+        threads (bm, bs: shared float64[TPB]), which every member gets; every thread of the block must call it."""
+        if G == 32:
+
+            @cuda.jit(device=True, inline=True)
+            def wlse(m, s, bm, bs):
+                return _warp_lse(m, s)
+
+            return wlse
+
+        @cuda.jit(device=True, inline=True)
+        def blse(m, s, bm, bs):
+            t = cuda.threadIdx.x
+            lane, w = t % 32, t // 32
+            m, s = _warp_lse(m, s)
+            if lane == 0:
+                bm[w] = m
+                bs[w] = s
+            cuda.syncthreads()
+            if w == 0:
+                if lane < WARPS:
+                    m, s = bm[lane], bs[lane]
+                else:
+                    m, s = -math.inf, 0.0
+                m, s = _warp_lse(m, s)
+                if lane == 0:
+                    bm[0] = m
+                    bs[0] = s
+            cuda.syncthreads()
+            rm, rs = bm[0], bs[0]
+            cuda.syncthreads()
+            return rm, rs
+
+        return blse
+
+
+@cuda.jit(device=True, inline=True)
+def exp_f64(v):
+    return math.exp(v)
+
+
+@cuda.jit(device=True, inline=True)
+def lo_bf16(w):
+    """The bf16 in the low half of a 32-bit word (the earlier element: little-endian), as float32."""
+    return bits_f32(w << 16)
+
+
+@cuda.jit(device=True, inline=True)
+def hi_bf16(w):
+    return bits_f32(w & -65536)  # 0xFFFF0000 as a signed 32-bit mask
+
+
+# load(x, r, j): element j of row r of a 2-D array, widened to its math type (float32; float64 for WIDEN_F64).
+# Unsigned indices (never negative here): no wraparound code per load.
+
+
+@cuda.jit(device=True, inline=True)
+def load_bf16(x, r, j):
+    return bf16_to_f32(x[uint64(r), uint64(j)])
+
+
+@cuda.jit(device=True, inline=True)
+def load_bf16_pairs(x, r, j):  # element j: a half of word j // 2
+    w = x[uint64(r), uint64(j) >> uint64(1)]
+    return lo_bf16(w) if (j & 1) == 0 else hi_bf16(w)
+
+
+@cuda.jit(device=True, inline=True)
+def load_f64(x, r, j):
+    return float64(x[uint64(r), uint64(j)])
+
+
+@cuda.jit(device=True, inline=True)
+def load_f32(x, r, j):
+    return float32(x[uint64(r), uint64(j)])
+
+
+def loader(widen: int) -> Any:
+    """The ``load`` device function for one WIDEN_* code."""
+    if widen == WIDEN_BF16:
+        return load_bf16
+    if widen == WIDEN_BF16_PAIRS:
+        return load_bf16_pairs
+    if widen == WIDEN_F64:
+        return load_f64
+    return load_f32
