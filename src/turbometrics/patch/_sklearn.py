@@ -1,10 +1,11 @@
 """scikit-learn >= 1.3: ``sklearn.metrics.top_k_accuracy_score`` ranks on turbometrics' kernel.
 
-The function's code object is swapped (see ``_table`` and ``_swap.swap_code``), so every reference to it is covered;
+The function's code object is swapped (see ``_table``), so every reference to it is covered;
 scikit-learn's ``validate_params`` wrapper still checks the parameters first. The fast path takes the
 multiclass ranking; binary targets are a threshold, computed as scikit-learn computes it. Input
 checks, label encoding and the final average are scikit-learn's own helpers, called as its function
-calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied).
+calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied:
+``unknown_parameters``).
 """
 
 from __future__ import annotations
