@@ -1,20 +1,19 @@
-"""rouge-score 0.1.2: ``RougeScorer.score`` (and so ``score_multi``, which calls it) and
-``BootstrapAggregator``'s resampling on turbometrics' kernels."""
+"""rouge-score 0.1.2: the fast paths of ``RougeScorer.score`` (and so ``score_multi``, which calls it) and
+``BootstrapAggregator``'s resampling on turbometrics' kernels (see ``_table``)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import Fallback, _set_attr, dispatch
+from ._dispatch import Fallback
+
+if TYPE_CHECKING:
+    from ._apply import Site
 
 _ALNUM = re.compile(r"[a-z0-9]")
-
-
-def supported(version: str) -> bool:
-    return version == "0.1.2"
 
 
 def _options(self: Any) -> tuple[list, bool, Any]:
@@ -50,7 +49,8 @@ def _no_tokens(tokenizer: Any, text: str, lsum: bool, split: bool) -> bool:
     return not sum(len(tokenizer.tokenize(s)) for s in sents if len(s))
 
 
-def _fast_score(self: Any, target: Any, prediction: Any) -> dict:
+def score(site: Site, self: Any, target: Any, prediction: Any) -> dict:
+    """``RougeScorer.score``."""
     from rouge_score import scoring
 
     import turbometrics as tm
@@ -77,18 +77,8 @@ def _fast_score(self: Any, target: Any, prediction: Any) -> dict:
     return result
 
 
-def _apply_scorer(module: Any, undo: list) -> None:
-    cls = module.RougeScorer
-    original = cls.score
-
-    def score(self, target, prediction):
-        return dispatch("rouge_score.RougeScorer.score", _fast_score, original, self, target, prediction)
-
-    score.__doc__ = original.__doc__
-    _set_attr(undo, cls, "score", score)
-
-
-def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
+def bootstrap_resample(site: Site, self: Any, matrix: Any) -> np.ndarray:
+    """``BootstrapAggregator._bootstrap_resample``: the same draws from NumPy's global RNG."""
     from .._legacy_rng import resample_means
 
     rs = np.random.mtrand._rand
@@ -111,9 +101,10 @@ def _fast_resample(self: Any, matrix: Any) -> np.ndarray:
     return np.percentile(sample_mean, q, axis=0)
 
 
-def _fast_aggregate(self: Any, module: Any) -> dict:
-    """``aggregate`` with each type's (n, 3) matrix made in one ``np.array`` call (rouge-score stacks one
-    row at a time); the same matrix, then the (patched) ``_bootstrap_resample`` and the same objects."""
+def aggregate(site: Site, self: Any) -> dict:
+    """``BootstrapAggregator.aggregate`` with each type's (n, 3) matrix made in one ``np.array`` call
+    (rouge-score stacks one row at a time); the same matrix, then the (patched) ``_bootstrap_resample`` and
+    the same objects. A fallback runs the original aggregate, whose resampling is still the patched one."""
     result = {}
     for score_type, scores in self._scores.items():
         if not scores or any(type(s) is not type(scores[0]) or len(s) != 3 for s in scores):
@@ -123,26 +114,5 @@ def _fast_aggregate(self: Any, module: Any) -> dict:
             raise Fallback(f"{score_type}: scores that are not numbers")
         percentiles = self._bootstrap_resample(matrix)
         intervals = tuple(scores[0].__class__(*percentiles[j, :]) for j in range(3))
-        result[score_type] = module.AggregateScore(low=intervals[0], mid=intervals[1], high=intervals[2])
+        result[score_type] = site.module.AggregateScore(low=intervals[0], mid=intervals[1], high=intervals[2])
     return result
-
-
-def _apply_scoring(module: Any, undo: list) -> None:
-    cls = module.BootstrapAggregator
-    original_resample, original_aggregate = cls._bootstrap_resample, cls.aggregate
-
-    def _bootstrap_resample(self, matrix):
-        return dispatch("rouge_score.BootstrapAggregator resampling", _fast_resample, original_resample, self, matrix)
-
-    def aggregate(self):
-        # a fallback here runs the original aggregate, whose resampling is still the patched one
-        return dispatch(
-            "rouge_score.BootstrapAggregator.aggregate", lambda s: _fast_aggregate(s, module), original_aggregate, self
-        )
-
-    _bootstrap_resample.__doc__, aggregate.__doc__ = original_resample.__doc__, original_aggregate.__doc__
-    _set_attr(undo, cls, "_bootstrap_resample", _bootstrap_resample)
-    _set_attr(undo, cls, "aggregate", aggregate)
-
-
-TARGETS = {"rouge_score.rouge_scorer": _apply_scorer, "rouge_score.scoring": _apply_scoring}

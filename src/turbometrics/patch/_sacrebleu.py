@@ -2,17 +2,23 @@
 
 sacrebleu computes every score from per-segment statistics (``Metric._extract_corpus_statistics``):
 corpus and sentence scores, bootstrap intervals, paired tests and the command line all go through it.
-We replace that method (and reference caching) on the three classes and hand back the same lists
-of ints (TER: [edits, average reference length]), so sacrebleu's own code makes the score objects.
+The patch replaces that method (and reference caching) on the three classes (see ``_table``); the fast
+paths here hand back the same lists of ints (TER: [edits, average reference length]), so sacrebleu's own
+code makes the score objects.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import Fallback, dispatch
+from ._dispatch import Fallback
+
+if TYPE_CHECKING:
+    from ._apply import Site
+
+_logger = logging.getLogger("sacrebleu")
 
 # sacrebleu's tokenizer classes our kernels reproduce, by (module, class) -> our name
 _BUILTIN_TOKENIZERS = {
@@ -22,10 +28,6 @@ _BUILTIN_TOKENIZERS = {
     ("sacrebleu.tokenizers.tokenizer_char", "TokenizerChar"): "char",
     ("sacrebleu.tokenizers.tokenizer_none", "NoneTokenizer"): "none",
 }
-
-
-def supported(version: str) -> bool:
-    return version.split(".")[0] == "2"
 
 
 class _RefCache(list):
@@ -195,89 +197,64 @@ def _rows(metric: Any, hyps: list, refs: Any) -> list:
 _ROWS = {"BLEU": _bleu_rows, "CHRF": _chrf_rows, "TER": _ter_rows}
 
 
-def _install(cls: type, undo: list) -> None:
-    from . import _set_attr
+# --- the fast paths (see _table): Metric._extract_corpus_statistics and Metric._cache_references -----------
 
-    rows_of = _ROWS[cls.__name__]
-    orig_extract, orig_cache = cls._extract_corpus_statistics, cls._cache_references
-    label = f"sacrebleu.{cls.__name__}"
-    logger = logging.getLogger("sacrebleu")
 
-    def fast_extract(self, hypotheses, references):
-        if references:  # sacrebleu's own test (and truthiness rules)
-            streams, n, num_refs = _streams(references)
-            cache = None
-            self.num_refs = num_refs  # as _cache_references would set it
-        elif isinstance(self._ref_cache, _RefCache):
-            cache = self._ref_cache
-            streams, n = cache.streams, cache.n
-        elif self._ref_cache:
-            raise Fallback("references cached before turbometrics.patch()")
-        else:
-            raise RuntimeError("No references provided and the cache is empty.")
-        try:
-            hyps = list(hypotheses[:n]) if len(hypotheses) > n else list(hypotheses)
-        except TypeError as e:
-            raise Fallback(f"hypotheses: {e}") from None
-        n = len(hyps)
-        if n == 0:
-            raise Fallback("hypotheses: no segments")
-        streams = [s[:n] for s in streams] if n < len(streams[0]) else streams
-        if not self._force and cls.__name__ == "BLEU":
-            if sum(1 for h in hyps if isinstance(h, str) and h.endswith(" .")) >= 100:
-                logger.warning("That's 100 lines that end in a tokenized period ('.')")
-                logger.warning("It looks like you forgot to detokenize your test data, which may hurt your score.")
-                logger.warning(
-                    "If you insist your data is detokenized, or don't care, you can suppress this "
-                    "message with the `force` parameter."
-                )
-        return rows_of(self, hyps, streams, cache)
-
-    def fast_cache(self, references):
+def statistics(site: Site, self: Any, hypotheses: Any, references: Any) -> list:
+    """The per-segment statistics of ``hypotheses`` against ``references`` (or the cached references)."""
+    name = site.owner.__name__
+    if references:  # sacrebleu's own test (and truthiness rules)
         streams, n, num_refs = _streams(references)
-        prepared = None
-        if cls.__name__ == "BLEU":
-            import turbometrics as tm
-
-            _check_methods(self, cls, ("_preprocess_segment",))
-            name = _tokenizer_name(self)
-            if name is not None:
-                try:
-                    prepared = tm.prepare_references(streams, name, bool(self.lowercase))
-                except (TypeError, ValueError) as e:
-                    raise Fallback(str(e)) from None
-            else:  # sacrebleu's tokenizer, run once now; the kernel counts its tokens
-                streams = _pretokenized(self, streams)
-                prepared = tm.prepare_references(streams, "none", False)
-        self.num_refs = num_refs
-        return _RefCache(lambda: orig_cache(self, references), streams, n, prepared)
-
-    def _extract_corpus_statistics(self, hypotheses, references):
-        return dispatch(f"{label} statistics", fast_extract, orig_extract, self, hypotheses, references)
-
-    def _cache_references(self, references):
-        return dispatch(f"{label} reference cache", fast_cache, orig_cache, self, references)
-
-    _extract_corpus_statistics.__doc__ = orig_extract.__doc__
-    _cache_references.__doc__ = orig_cache.__doc__
-    _set_attr(undo, cls, "_extract_corpus_statistics", _extract_corpus_statistics)
-    _set_attr(undo, cls, "_cache_references", _cache_references)
+        cache = None
+        self.num_refs = num_refs  # as _cache_references would set it
+    elif isinstance(self._ref_cache, _RefCache):
+        cache = self._ref_cache
+        streams, n = cache.streams, cache.n
+    elif self._ref_cache:
+        raise Fallback("references cached before turbometrics.patch()")
+    else:
+        raise RuntimeError("No references provided and the cache is empty.")
+    try:
+        hyps = list(hypotheses[:n]) if len(hypotheses) > n else list(hypotheses)
+    except TypeError as e:
+        raise Fallback(f"hypotheses: {e}") from None
+    n = len(hyps)
+    if n == 0:
+        raise Fallback("hypotheses: no segments")
+    streams = [s[:n] for s in streams] if n < len(streams[0]) else streams
+    if not self._force and name == "BLEU":
+        _warn_if_tokenized(hyps)
+    return _ROWS[name](self, hyps, streams, cache)
 
 
-def _apply_bleu(module: Any, undo: list) -> None:
-    _install(module.BLEU, undo)
+def _warn_if_tokenized(hyps: list) -> None:
+    """sacrebleu's BLEU warning for hypotheses that look tokenized."""
+    if sum(1 for h in hyps if isinstance(h, str) and h.endswith(" .")) >= 100:
+        _logger.warning("That's 100 lines that end in a tokenized period ('.')")
+        _logger.warning("It looks like you forgot to detokenize your test data, which may hurt your score.")
+        _logger.warning(
+            "If you insist your data is detokenized, or don't care, you can suppress this "
+            "message with the `force` parameter."
+        )
 
 
-def _apply_chrf(module: Any, undo: list) -> None:
-    _install(module.CHRF, undo)
+def reference_cache(site: Site, self: Any, references: Any) -> _RefCache:
+    """The streams as given (BLEU: tokenized once); sacrebleu's own cache form is built from them on demand."""
+    streams, n, num_refs = _streams(references)
+    prepared = None
+    if site.owner.__name__ == "BLEU":
+        import turbometrics as tm
 
-
-def _apply_ter(module: Any, undo: list) -> None:
-    _install(module.TER, undo)
-
-
-TARGETS = {
-    "sacrebleu.metrics.bleu": _apply_bleu,
-    "sacrebleu.metrics.chrf": _apply_chrf,
-    "sacrebleu.metrics.ter": _apply_ter,
-}
+        _check_methods(self, site.owner, ("_preprocess_segment",))
+        name = _tokenizer_name(self)
+        if name is not None:
+            try:
+                prepared = tm.prepare_references(streams, name, bool(self.lowercase))
+            except (TypeError, ValueError) as e:
+                raise Fallback(str(e)) from None
+        else:  # sacrebleu's tokenizer, run once now; the kernel counts its tokens
+            streams = _pretokenized(self, streams)
+            prepared = tm.prepare_references(streams, "none", False)
+    self.num_refs = num_refs
+    original = site.original
+    return _RefCache(lambda: original(self, references), streams, n, prepared)

@@ -1,10 +1,11 @@
 """scikit-learn >= 1.3: ``sklearn.metrics.top_k_accuracy_score`` ranks on turbometrics' kernel.
 
-The function's code object is swapped (see ``_swap_code``), so every reference to it is covered;
+The function's code object is swapped (see ``_table``), so every reference to it is covered;
 scikit-learn's ``validate_params`` wrapper still checks the parameters first. The fast path takes the
 multiclass ranking; binary targets are a threshold, computed as scikit-learn computes it. Input
 checks, label encoding and the final average are scikit-learn's own helpers, called as its function
-calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied).
+calls them (written against scikit-learn 1.9; the parameters are checked when the patch is applied:
+``unknown_parameters``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 import inspect
 import numbers
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import Fallback, _swap_code, dispatch, original_copy
+from ._dispatch import Fallback
+from ._swap import original_copy
+
+if TYPE_CHECKING:
+    import types
+
+    from ._apply import Site
 
 _PARAMS = ["y_true", "y_score", "k", "normalize", "sample_weight", "labels"]
 _DTYPES = {
@@ -37,18 +44,25 @@ _DTYPES = {
 }
 
 
-def supported(version: str) -> bool:
-    try:
-        major, minor = (int(x) for x in version.split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= (1, 3)
+def unknown_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``func`` (scikit-learn's ``top_k_accuracy_score``, unwrapped): parameters other than
+    those the fast path was written for; None if they are the same."""
+    names = list(inspect.signature(original_copy(func), follow_wrapped=False).parameters)
+    return None if names == _PARAMS else f"sklearn's top_k_accuracy_score takes {names}, not {_PARAMS}"
 
 
-def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_weight: Any, labels: Any) -> float:
+def _integral(k: Any) -> bool:
+    return isinstance(k, numbers.Integral) and not isinstance(k, bool)
+
+
+def top_k_accuracy_score(
+    site: Site, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_weight: Any, labels: Any
+) -> float:
+    """``top_k_accuracy_score``, with scikit-learn's own helpers (the globals of its module)."""
     import turbometrics as tm
 
-    if not isinstance(k, numbers.Integral) or isinstance(k, bool):
+    g = site.original.__globals__
+    if not _integral(k):
         raise Fallback(f"k={k!r}")
     y_true = g["column_or_1d"](g["check_array"](y_true, ensure_2d=False, dtype=None))
     y_type = g["type_of_target"](y_true, input_name="y_true")
@@ -79,7 +93,7 @@ def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_wei
             f"'k' ({k}) greater than or equal to 'n_classes' ({n_classes}) will result in a perfect "
             "score and is therefore meaningless.",
             g["UndefinedMetricWarning"],
-            stacklevel=5,
+            stacklevel=3,  # the (swapped) top_k_accuracy_score, as scikit-learn's own warning
         )
     y_true_encoded = g["_encode"](y_true, uniques=classes)
     if y_type == "binary":
@@ -95,34 +109,3 @@ def _fast(g: dict, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_wei
     elif sample_weight is None:
         return float(np.sum(hits))
     return float(np.dot(hits, sample_weight))
-
-
-def _apply(module: Any, undo: list) -> None:
-    inner = inspect.unwrap(module.top_k_accuracy_score)
-    names = list(inspect.signature(original_copy(inner), follow_wrapped=False).parameters)
-    if names != _PARAMS:
-        warnings.warn(
-            f"turbometrics.patch: sklearn's top_k_accuracy_score takes {names}, not {_PARAMS}; left unpatched",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return
-    original, g = original_copy(inner), inner.__globals__
-
-    def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None, labels=None):
-        return dispatch(
-            "sklearn.metrics.top_k_accuracy_score",
-            lambda *a, **kw: _fast(g, *a, **kw),
-            original,
-            y_true,
-            y_score,
-            k=k,
-            normalize=normalize,
-            sample_weight=sample_weight,
-            labels=labels,
-        )
-
-    _swap_code(undo, inner, top_k_accuracy_score)
-
-
-TARGETS = {"sklearn.metrics._ranking": _apply}

@@ -5,23 +5,20 @@ torchmetrics computes softmax, log and sum in the logits' dtype and keeps float3
 result is the exactly rounded perplexity, in the dtype and on the device torchmetrics returns (the one
 deliberate difference from the original's numbers). ``Perplexity`` keeps its two states, upcast to
 float64 by the patched ``update`` (so ``forward``, ``reset``, ``merge_state`` and distributed sync work
-as before). The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped, so
-metric objects made before the patch and names imported before it are covered.
+as before). The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped (see
+``_table``), so metric objects made before the patch and names imported before it are covered.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import Fallback, _swap_code, dispatch, original_copy
+from ._dispatch import Fallback
 
-
-def supported(version: str) -> bool:
-    try:
-        return int(version.split(".")[0]) >= 1
-    except ValueError:
-        return False
+if TYPE_CHECKING:
+    from ._apply import Site
 
 
 def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[float, int]:
@@ -57,59 +54,39 @@ def _exp_mean(total: float, count: float) -> float:
         return math.inf
 
 
-def _apply_functional(module: Any, undo: list) -> None:
+def _shape_check(module: Any) -> Any:
+    """torchmetrics' own shape and dtype checks: in the patched module, or in the functional one."""
+    if not hasattr(module, "_check_shape_and_type_consistency"):
+        module = importlib.import_module("torchmetrics.functional.text.perplexity")
+    return module._check_shape_and_type_consistency
+
+
+def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) -> Any:
+    """``torchmetrics.functional.text.perplexity``."""
     import torch
 
-    func = module.perplexity
-    original, check = original_copy(func), module._check_shape_and_type_consistency
-
-    def fast(preds, target, ignore_index=None):
-        total, count = _nll_sum(check, preds, target, ignore_index)
-        value = _exp_mean(total, count)
-        return torch.tensor(value, dtype=torch.float64, device=preds.device).to(preds.dtype)
-
-    def perplexity(preds, target, ignore_index=None):
-        return dispatch(
-            "torchmetrics.functional.text.perplexity", fast, original, preds, target, ignore_index=ignore_index
-        )
-
-    _swap_code(undo, func, perplexity)
+    total, count = _nll_sum(site.module._check_shape_and_type_consistency, preds, target, ignore_index)
+    value = _exp_mean(total, count)
+    return torch.tensor(value, dtype=torch.float64, device=preds.device).to(preds.dtype)
 
 
-def _apply_class(module: Any, undo: list) -> None:
+def update(site: Site, self: Any, preds: Any, target: Any) -> None:
+    """``Perplexity.update``: the states summed in float64."""
     import torch
 
-    cls = module.Perplexity
-    update, compute = cls.update, cls.compute
-    original_update, original_compute = original_copy(update), original_copy(compute)
-    check = (
-        module._check_shape_and_type_consistency
-        if hasattr(module, "_check_shape_and_type_consistency")
-        else __import__("torchmetrics.functional.text.perplexity", fromlist=["_"])._check_shape_and_type_consistency
-    )
-
-    def fast_update(self, preds, target):
-        total, count = _nll_sum(check, preds, target, self.ignore_index)
-        state = self.total_log_probs
-        self.total_log_probs = state.to(torch.float64) + torch.tensor(total, dtype=torch.float64, device=state.device)
-        self.count = self.count.to(torch.float64) + count
-
-    def fast_compute(self):
-        total, count = self.total_log_probs, self.count
-        if total.dtype != torch.float64 or total.requires_grad:
-            raise Fallback("the states were summed by torchmetrics' own update")
-        value = _exp_mean(float(total), float(count))
-        dtype = self._defaults["total_log_probs"].dtype  # what torchmetrics' own states would give
-        return torch.tensor(value, dtype=torch.float64, device=total.device).to(dtype)
-
-    def patched_update(self, preds, target):
-        return dispatch("torchmetrics.text.Perplexity.update", fast_update, original_update, self, preds, target)
-
-    def patched_compute(self):
-        return dispatch("torchmetrics.text.Perplexity.compute", fast_compute, original_compute, self)
-
-    _swap_code(undo, update, patched_update)
-    _swap_code(undo, compute, patched_compute)
+    total, count = _nll_sum(_shape_check(site.module), preds, target, self.ignore_index)
+    state = self.total_log_probs
+    self.total_log_probs = state.to(torch.float64) + torch.tensor(total, dtype=torch.float64, device=state.device)
+    self.count = self.count.to(torch.float64) + count
 
 
-TARGETS = {"torchmetrics.functional.text.perplexity": _apply_functional, "torchmetrics.text.perplexity": _apply_class}
+def compute(site: Site, self: Any) -> Any:
+    """``Perplexity.compute``, from the float64 states of the patched ``update``."""
+    import torch
+
+    total, count = self.total_log_probs, self.count
+    if total.dtype != torch.float64 or total.requires_grad:
+        raise Fallback("the states were summed by torchmetrics' own update")
+    value = _exp_mean(float(total), float(count))
+    dtype = self._defaults["total_log_probs"].dtype  # what torchmetrics' own states would give
+    return torch.tensor(value, dtype=torch.float64, device=total.device).to(dtype)

@@ -1,0 +1,165 @@
+"""What ``tm.patch()`` rebinds: one row per entry point, the only place the patched libraries are named.
+
+Each row names the library (with the versions the patch was written and tested for), the module whose
+import applies it, the object and attribute in that module, how it is rebound, the fast path that runs in
+its place and the condition under which it applies. The fast paths live in the per-library modules
+(``_sacrebleu``, ...) and are named here, not imported, so that ``import turbometrics.patch`` stays light.
+
+How an entry point is rebound:
+
+- ``REBIND``: a new class attribute with the original's parameters (a subclass that overrides the method
+  keeps its own; deleting ours on ``unpatch`` lets an inherited one show through again).
+- ``SWAP_CODE``: the function's code object is swapped (under any decorators), so every reference to the
+  function, and objects made before the patch, are covered.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+REBIND = "rebind"
+SWAP_CODE = "swap code"
+
+
+class Library(NamedTuple):
+    """A patched library: ``name`` as imported and as ``patch()`` takes it, its distribution, and the
+    versions the patch was written for (``"2.x"``: that major version; ``"==0.1.2"``; ``">=1.3"``: at least
+    that, comparing as many numeric fields as the bound has)."""
+
+    name: str
+    distribution: str
+    versions: str
+
+
+class EntryPoint(NamedTuple):
+    """One rebound attribute. ``fast``: ``"<per-library module>.<function>"``, called as
+    ``fast(site, *args, **kwargs)`` with the original's arguments (``site``: ``_apply.Site``); it raises
+    ``Fallback`` to run the original. ``when``: ``"<module>.<function>"`` taking the function about to be
+    patched and returning why not to (the entry point is then left unpatched, with a warning), or None."""
+
+    library: Library
+    module: str  # applied when this module is (or has been) imported
+    attribute: str  # "Class.method" or "function", in ``module``
+    how: str  # REBIND or SWAP_CODE
+    fast: str
+    label: str  # the entry point's name in logs, ``calls()`` and strict-mode errors
+    when: str | None = None
+
+
+SACREBLEU = Library("sacrebleu", "sacrebleu", "2.x")
+ROUGE_SCORE = Library("rouge_score", "rouge-score", "==0.1.2")
+SKLEARN = Library("sklearn", "scikit-learn", ">=1.3")
+TORCHMETRICS = Library("torchmetrics", "torchmetrics", ">=1")
+
+
+def _sacrebleu_metric(module: str, cls: str) -> tuple[EntryPoint, ...]:
+    # every sacrebleu score is made from these statistics: corpus, sentence, bootstrap, paired tests, the CLI
+    return (
+        EntryPoint(
+            SACREBLEU,
+            module,
+            f"{cls}._extract_corpus_statistics",
+            REBIND,
+            fast="_sacrebleu.statistics",
+            label=f"sacrebleu.{cls} statistics",
+        ),
+        EntryPoint(
+            SACREBLEU,
+            module,
+            f"{cls}._cache_references",
+            REBIND,
+            fast="_sacrebleu.reference_cache",
+            label=f"sacrebleu.{cls} reference cache",
+        ),
+    )
+
+
+ENTRY_POINTS: tuple[EntryPoint, ...] = (
+    *_sacrebleu_metric("sacrebleu.metrics.bleu", "BLEU"),
+    *_sacrebleu_metric("sacrebleu.metrics.chrf", "CHRF"),
+    *_sacrebleu_metric("sacrebleu.metrics.ter", "TER"),
+    # score_multi calls score
+    EntryPoint(
+        ROUGE_SCORE,
+        "rouge_score.rouge_scorer",
+        "RougeScorer.score",
+        REBIND,
+        fast="_rouge_score.score",
+        label="rouge_score.RougeScorer.score",
+    ),
+    EntryPoint(
+        ROUGE_SCORE,
+        "rouge_score.scoring",
+        "BootstrapAggregator._bootstrap_resample",
+        REBIND,
+        fast="_rouge_score.bootstrap_resample",
+        label="rouge_score.BootstrapAggregator resampling",
+    ),
+    EntryPoint(
+        ROUGE_SCORE,
+        "rouge_score.scoring",
+        "BootstrapAggregator.aggregate",
+        REBIND,
+        fast="_rouge_score.aggregate",
+        label="rouge_score.BootstrapAggregator.aggregate",
+    ),
+    # scikit-learn's validate_params wrapper still runs first
+    EntryPoint(
+        SKLEARN,
+        "sklearn.metrics._ranking",
+        "top_k_accuracy_score",
+        SWAP_CODE,
+        fast="_sklearn.top_k_accuracy_score",
+        label="sklearn.metrics.top_k_accuracy_score",
+        when="_sklearn.unknown_parameters",
+    ),
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.perplexity",
+        "perplexity",
+        SWAP_CODE,
+        fast="_torchmetrics.perplexity",
+        label="torchmetrics.functional.text.perplexity",
+    ),
+    # forward, reset, merge_state and sync work on the states update leaves
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.text.perplexity",
+        "Perplexity.update",
+        SWAP_CODE,
+        fast="_torchmetrics.update",
+        label="torchmetrics.text.Perplexity.update",
+    ),
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.text.perplexity",
+        "Perplexity.compute",
+        SWAP_CODE,
+        fast="_torchmetrics.compute",
+        label="torchmetrics.text.Perplexity.compute",
+    ),
+)
+
+LIBRARIES = tuple(dict.fromkeys(e.library.name for e in ENTRY_POINTS))
+BY_NAME = {e.library.name: e.library for e in ENTRY_POINTS}
+BY_MODULE: dict[str, tuple[EntryPoint, ...]] = {}  # module name -> its entry points, in the table's order
+for _e in ENTRY_POINTS:
+    BY_MODULE[_e.module] = (*BY_MODULE.get(_e.module, ()), _e)
+del _e
+
+
+def supported(library: Library, version: str) -> bool:
+    """Whether ``version`` (as installed) is among ``library.versions``."""
+    spec = library.versions
+    if spec.endswith(".x"):
+        return version.split(".")[0] == spec[:-2]
+    if spec.startswith("=="):
+        return version == spec[2:]
+    if spec.startswith(">="):
+        bound = tuple(int(x) for x in spec[2:].split("."))
+        fields = version.split(".")[: len(bound)]
+        try:
+            return len(fields) == len(bound) and tuple(int(x) for x in fields) >= bound
+        except ValueError:
+            return False
+    raise ValueError(f"{library.name}: unknown version range {spec!r}")
