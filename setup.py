@@ -99,6 +99,11 @@ extensions = [
         include_dirs=["src/turbometrics/_ext"],
         depends=[
             "src/turbometrics/_ext/text.hpp",
+            "src/turbometrics/_ext/text_common.hpp",
+            "src/turbometrics/_ext/tokenizers.hpp",
+            "src/turbometrics/_ext/ngrams.hpp",
+            "src/turbometrics/_ext/bleu.hpp",
+            "src/turbometrics/_ext/chrf.hpp",
             "src/turbometrics/_ext/cpu.hpp",
             "src/turbometrics/_ext/unicode_tables.hpp",
             "src/turbometrics/_ext/rouge.hpp",

@@ -15,7 +15,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "text.hpp"
+#include "parallel.hpp"
+#include "text_common.hpp"
 
 namespace tmt {
 namespace punkt {
@@ -461,7 +462,8 @@ class Splitter {
 static void split_texts(const Model& m, const StrView* texts, int64_t n, std::vector<std::vector<int64_t>>& spans,
                         int nthreads) {
   spans.assign((size_t)n, {});
-  tmthreads::parallel_for(n, 64, nthreads, [] { return 0; }, [&](int&, int64_t i) { Splitter(m, texts[i]).spans(spans[i]); });
+  tmthreads::parallel_for(
+      n, 64, nthreads, [] { return 0; }, [&](int&, int64_t i) { Splitter(m, texts[i]).spans(spans[i]); });
 }
 
 // Each text with its sentences one per line (a line break inside a sentence becomes a space,
