@@ -88,6 +88,7 @@ extensions = [
             "src/turbometrics/_ext/resample.hpp",
             "src/turbometrics/_ext/parallel.hpp",
             "src/turbometrics/_ext/pyglue.hpp",
+            "src/turbometrics/_ext/_glue.pxd",
         ],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
@@ -113,6 +114,7 @@ extensions = [
             "src/turbometrics/_ext/pairwise.hpp",
             "src/turbometrics/_ext/parallel.hpp",
             "src/turbometrics/_ext/pyglue.hpp",
+            "src/turbometrics/_ext/_glue.pxd",
         ],
         extra_compile_args=OPT + TEXT_OPT + omp,
         extra_link_args=omp,
@@ -124,6 +126,7 @@ setup(
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
     ext_modules=cythonize(
         extensions,
+        include_path=["src"],  # where `cimport turbometrics._ext._glue` finds _glue.pxd
         compiler_directives=dict(
             language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
         ),
