@@ -88,6 +88,7 @@ extensions = [
             "src/turbometrics/_ext/resample.hpp",
             "src/turbometrics/_ext/parallel.hpp",
             "src/turbometrics/_ext/pyglue.hpp",
+            "src/turbometrics/_ext/_glue.pxd",
         ],
         extra_compile_args=OPT + omp,
         extra_link_args=omp,
@@ -99,6 +100,11 @@ extensions = [
         include_dirs=["src/turbometrics/_ext"],
         depends=[
             "src/turbometrics/_ext/text.hpp",
+            "src/turbometrics/_ext/text_common.hpp",
+            "src/turbometrics/_ext/tokenizers.hpp",
+            "src/turbometrics/_ext/ngrams.hpp",
+            "src/turbometrics/_ext/bleu.hpp",
+            "src/turbometrics/_ext/chrf.hpp",
             "src/turbometrics/_ext/cpu.hpp",
             "src/turbometrics/_ext/unicode_tables.hpp",
             "src/turbometrics/_ext/rouge.hpp",
@@ -108,6 +114,7 @@ extensions = [
             "src/turbometrics/_ext/pairwise.hpp",
             "src/turbometrics/_ext/parallel.hpp",
             "src/turbometrics/_ext/pyglue.hpp",
+            "src/turbometrics/_ext/_glue.pxd",
         ],
         extra_compile_args=OPT + TEXT_OPT + omp,
         extra_link_args=omp,
@@ -119,6 +126,7 @@ setup(
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
     ext_modules=cythonize(
         extensions,
+        include_path=["src"],  # where `cimport turbometrics._ext._glue` finds _glue.pxd
         compiler_directives=dict(
             language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
         ),

@@ -316,7 +316,7 @@ def test_every_code_point_tokenizes_like_sacrebleu(name):
 
 
 def test_13a_one_pass_tokenizer_equals_sacrebleus_on_dense_punctuation():
-    """The streaming 13a (text.hpp, t13a) on strings made of the characters its passes act on, next to
+    """The streaming 13a (tokenizers.hpp, t13a) on strings made of the characters its passes act on, next to
     each other in every combination: digits, '.', ',', '-', 13a punctuation, blanks and other spaces,
     letters (ASCII, Latin-1, BMP, astral); '<', '&' and newlines send a line to the literal path."""
     tok = sacrebleu_tokenizers()["13a"]

@@ -1,6 +1,7 @@
 // The text kernels (tokenizers, BLEU, chrF, ROUGE, LCS) in one translation
 // unit, for tests/test_portability.py. Not part of the build.
 #include "rouge.hpp"
+#include "text.hpp"
 
 extern "C" {
 void tm_bleu_stats(const tmt::StrView* h, const tmt::StrView* r, int64_t n, int64_t* out, int nthreads) {

@@ -17,12 +17,9 @@ from libc.math cimport fabs, isfinite, ldexp
 from libcpp.vector cimport vector
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-cdef extern from "pyglue.hpp" namespace "tmthreads":
-    void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
-    void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
+from turbometrics._ext._glue cimport install_signal_poll, raise_py
 
-import threading as _threading
-install_poll(_threading.main_thread().ident)
+install_signal_poll()
 
 
 cdef extern from "dense.hpp" namespace "tmk":

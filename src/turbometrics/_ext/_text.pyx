@@ -21,12 +21,9 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
 
-cdef extern from "pyglue.hpp" namespace "tmthreads":
-    void raise_py()       # the `except +` handler of every kernel (MemoryError, ValueError, KeyboardInterrupt)
-    void install_poll(unsigned long main_thread)  # long kernels poll the signal handlers: Ctrl-C stops them
+from turbometrics._ext._glue cimport install_signal_poll, raise_py
 
-import threading as _threading
-install_poll(_threading.main_thread().ident)
+install_signal_poll()
 
 
 cdef extern from "text.hpp" namespace "tmt":
@@ -572,7 +569,7 @@ cdef const int64_t* _first(const int64_t[::1] a) noexcept nogil:
 
 def bleu_stats_ids(const int64_t[::1] tok, const int64_t[::1] off, const int64_t[::1] hyp,
                    const int64_t[::1] ref_seq, const int64_t[::1] seg, int max_order, int nthreads):
-    """Per-segment BLEU statistics of token-ID segments (see text.hpp: bleu_stats_ids)."""
+    """Per-segment BLEU statistics of token-ID segments (see bleu.hpp: bleu_stats_ids)."""
     if not 1 <= max_order <= MAX_ORDER:
         raise ValueError(f"max_order must be in [1, {MAX_ORDER}]")
     cdef int64_t n = hyp.shape[0]

@@ -8,8 +8,13 @@
 // kernels use (bleu_score, chrf_f), so cell (i, j) is that metric of text i against text j alone.
 #pragma once
 
+#include "bleu.hpp"
+#include "chrf.hpp"
+#include "ngrams.hpp"
+#include "parallel.hpp"
 #include "rouge.hpp"
-#include "text.hpp"
+#include "text_common.hpp"
+#include "tokenizers.hpp"
 
 namespace tmt {
 

@@ -15,7 +15,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "text.hpp"
+#include "parallel.hpp"
+#include "text_common.hpp"
 
 namespace tmt {
 namespace punkt {

@@ -11,8 +11,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "ngrams.hpp"
+#include "parallel.hpp"
 #include "porter.hpp"
-#include "text.hpp"
+#include "text_common.hpp"
 
 namespace tmt {
 

@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "text.hpp"
+#include "ngrams.hpp"
+#include "parallel.hpp"
+#include "text_common.hpp"
+#include "tokenizers.hpp"
 
 namespace tmt {
 

@@ -9,7 +9,7 @@ from . import external_tokenizers
 # The `regex` release whose Unicode classes the intl tokenizer reproduces (tools/gen_unicode_tables.py).
 REGEX_VERSION = "2026.11.15"
 
-# name -> kernel code (text.hpp: tmt::Tokenizer)
+# name -> kernel code (tokenizers.hpp: tmt::Tokenizer)
 TOKENIZERS = {"13a": 0, "char": 1, "none": 2, "intl": 3, "zh": 4}
 EXTERNAL = external_tokenizers.NAMES  # ja-mecab, ko-mecab, spm, flores101, flores200, spBLEU-1K
 ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
