@@ -14,8 +14,8 @@ from setuptools.command.build_ext import build_ext
 # -ffp-contract=off: no fused multiply-adds behind our back, so every SIMD path
 # (and every compiler) rounds the same operations and gives the same bits.
 OPT = ["-O3", "-g0", "-std=c++17", "-ffp-contract=off", "-Wno-psabi"]
-# Text kernels: loops at 32-byte boundaries. TER's DP loop ran 14% slower where it happened to sit off them
-# (Intel Xeon; an unrelated change had moved it); the other text rows moved within 4%.
+# Text kernels: loops at 32-byte boundaries, so that an unrelated change cannot move a hot loop (TER's DP)
+# off them and slow it down (docs/performance.md, "Measurements behind the kernels").
 TEXT_OPT = ["-falign-loops=32"]
 # Windows: clang-cl, LLVM's driver for MSVC's toolchain (MSVC's own cl lacks the GCC/clang vector
 # extensions the kernels are written in); the same semantics through /clang:, no OpenMP (the kernels run

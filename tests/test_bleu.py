@@ -29,6 +29,7 @@ def assert_same(ours, theirs):
     assert ours.score == theirs.score  # bit for bit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenize", TOKENIZERS)
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_corpus_bleu_every_wmt17_system(wmt17, tokenize, lowercase):
@@ -50,6 +51,7 @@ SMOOTHING = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", [2, 4, 6])
 @pytest.mark.parametrize("two_refs", [False, True])
 def test_corpus_bleu_every_system_every_option(wmt17, order, two_refs):
@@ -133,6 +135,7 @@ def test_known_values():
     assert tm.corpus_bleu(["a b c d"], [["a b c d"]]).score == sacrebleu.corpus_bleu(["a b c d"], [["a b c d"]]).score
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenize", TOKENIZERS)
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_prepared_references_score_several_systems(wmt17, tokenize, lowercase):
@@ -308,6 +311,7 @@ def sacrebleu_tokenizers():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["intl", "zh", "13a"])
 def test_every_code_point_tokenizes_like_sacrebleu(name):
     """Each code point between letters, digits and dots: the Unicode classes and ranges agree everywhere."""

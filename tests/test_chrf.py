@@ -17,6 +17,7 @@ import turbometrics as tm
 from turbometrics import slow
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("word_order", [0, 2])
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_corpus_chrf_every_wmt17_system(wmt17, word_order, lowercase):
@@ -27,6 +28,7 @@ def test_corpus_chrf_every_wmt17_system(wmt17, word_order, lowercase):
         assert ours.score == theirs.score and str(ours) == str(theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "opts",
     [

@@ -77,6 +77,7 @@ def sacrebleu(*args):
     return out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags",
     [

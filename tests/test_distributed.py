@@ -199,6 +199,7 @@ def data(wmt17, summaries):
     }
 
 
+@pytest.mark.slow
 def test_sync_equals_one_process_on_every_rank(tmp_path, data):
     ranks = _spawn(_parity_worker, tmp_path, data)
     want = _results(_filled(data, 0, N))  # one process, the ranks' items one after another
@@ -208,6 +209,7 @@ def test_sync_equals_one_process_on_every_rank(tmp_path, data):
             assert pickle.dumps(got[key]) == pickle.dumps(want[key]), f"rank {rank}: {key}"
 
 
+@pytest.mark.slow
 def test_mismatched_metrics_raise_on_every_rank(tmp_path, data):
     ranks = _spawn(_mismatch_worker, tmp_path, data, timeout=180.0)
     for name in ranks[0]:

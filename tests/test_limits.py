@@ -54,6 +54,7 @@ def _shifted(rng, n: int, vocab: int) -> tuple[str, str]:
     return " ".join(hyp), " ".join(ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nh,nr", [(400, 400), (20, 600), (600, 20), (3, 300), (300, 3)])
 def test_ter_band_equals_sacrebleu_for_every_length_ratio(nh, nr):
     # the beam widens with the length ratio (ceil(ratio / 2 + 25)); each row keeps only its band
@@ -171,6 +172,7 @@ def test_bit_parallel_lcs_with_masks_from_positions_equals_the_dp(m):
 # ---------------------------------------------------------------- 6. chrF memory follows the distinct n-grams
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from /proc")
 @pytest.mark.parametrize("word_order", [0, 2])
 def test_chrf_of_a_10mb_pair_stays_within_10x_its_size(word_order):

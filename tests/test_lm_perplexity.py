@@ -90,6 +90,7 @@ def test_every_token_after_the_first_is_scored_once():
                 assert sorted(scored) == [t for t in range(1, length) if t % max_length]
 
 
+@pytest.mark.slow
 def test_gpt2_from_transformers(ragged):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.GPT2Config(
@@ -217,6 +218,7 @@ HF_MODELS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,tie,extra", HF_MODELS)
 def test_huggingface_models_through_the_head_equal_the_logits_path(ragged, kind, tie, extra):
     model = tiny_hf(kind, tie, **extra)
@@ -241,6 +243,7 @@ def test_huggingface_models_through_the_head_equal_the_logits_path(ragged, kind,
         calls.clear()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_models_multiply_in_their_own_dtype(ragged, dtype):
     model = tiny_hf("gemma2", dtype=dtype, final_logit_softcapping=0.5)

@@ -29,6 +29,7 @@ def _cells(n: int, m: int, count: int, seed: int = 0) -> list[tuple[int, int]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "metric,ours,oracle",
     [
@@ -50,6 +51,7 @@ def test_wmt17_cells_equal_sacrebleu(two_systems, metric, ours, oracle):
     assert not bad, f"{metric}: {len(bad)} cells differ, e.g. {bad[:3]}"
 
 
+@pytest.mark.slow
 def test_wmt17_ter_200_equals_sacrebleu(two_systems):
     a, b = two_systems[0][:200], two_systems[1][:200]
     got = tm.pairwise_ter(a, b)
@@ -58,6 +60,7 @@ def test_wmt17_ter_200_equals_sacrebleu(two_systems):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "rouge_type,stem", [("rougeL", True), ("rouge1", True), ("rouge2", False), ("rougeLsum", False)]
 )

@@ -88,6 +88,7 @@ def sacrebleu_corpus(wmt17, n_ter):
     return [(s, repr(s)) for s in out]
 
 
+@pytest.mark.slow
 def test_sacrebleu_corpus_scores_on_every_wmt17_system(wmt17):
     before, after, fast = both(sacrebleu_corpus, wmt17, 300)
     same(before, after)
@@ -139,6 +140,7 @@ def sacrebleu_options(wmt17):
     return [(s, repr(s)) for s in out]
 
 
+@pytest.mark.slow
 def test_sacrebleu_options_cached_and_multi_references(wmt17):
     before, after, fast = both(sacrebleu_options, wmt17)
     same(before, after)
@@ -162,6 +164,7 @@ def sacrebleu_significance(wmt17):
     return out
 
 
+@pytest.mark.slow
 def test_sacrebleu_bootstrap_and_paired_tests(wmt17, monkeypatch):
     monkeypatch.setenv("SACREBLEU_SEED", "12345")
     before, after, fast = both(sacrebleu_significance, wmt17)
@@ -410,6 +413,7 @@ IMPORT_ORDERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(IMPORT_ORDERS))
 def test_import_orders(case):
     code = textwrap.dedent(IMPORT_ORDERS[case]) + textwrap.dedent("""

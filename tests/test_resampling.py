@@ -30,6 +30,7 @@ def _close_pair(wmt17, kind="bleu"):
     return wmt17["systems"][a], wmt17["systems"][b]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,options", [("bleu", o) for o in BLEU_OPTIONS] + [("chrf", o) for o in CHRF_OPTIONS])
 def test_sacrebleu_confidence_interval(wmt17, kind, options, monkeypatch):
     name = sorted(wmt17["systems"])[2]
@@ -50,6 +51,7 @@ def test_sacrebleu_mode_compiled_draws_equal_numpys(wmt17, monkeypatch):
     assert compiled == [tm.bootstrap_ci(acc, n_resamples=300, seed=s, mode="sacrebleu") for s in (3, [3, 4])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("test_type", ["bs", "ar"])
 @pytest.mark.parametrize("kind", ["bleu", "chrf"])
 def test_sacrebleu_paired(wmt17, kind, test_type):

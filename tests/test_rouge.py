@@ -30,6 +30,7 @@ def test_summaries_every_type(summaries, stem):
     assert_same(tm.rouge(preds, refs, ALL, use_stemmer=stem), [scorer.score(r, p) for p, r in zip(preds, refs)], ALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", [False, True])
 def test_wmt17_lsum_multi_sentence_and_multi_reference(wmt17, stem):
     ref, hyp = wmt17["ref"], wmt17["systems"]["uedin-nmt"]
@@ -231,6 +232,7 @@ def test_any_code_point_even_lone_surrogates(pred, target):
     assert_same(tm.rouge([pred], [target], ALL, use_stemmer=True), [scorer.score(target, pred)], ALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", [False, True])
 def test_lsum_with_split_summaries_equals_rouge_score(summaries, wmt17, nltk_punkt, stem):
     # the summaries, and multi-sentence texts made of consecutive WMT17 segments (with a stray line break)

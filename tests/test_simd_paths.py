@@ -38,6 +38,7 @@ def _run(code: str, simd: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _dense.SUPPORTED)
 def test_dense_parity_suite_on_path(path):
     run_pytest(

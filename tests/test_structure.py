@@ -96,3 +96,42 @@ def test_public_api_is_the_snapshot():
         sys.path.pop(0)
     expected = (repo / "tests" / "api_snapshot.txt").read_text()
     assert api_snapshot.snapshot() == expected, "public API changed: if on purpose, rerun tools/api_snapshot.py"
+
+
+# Sizes a reader can hold in mind: no source file over ~800 lines, no function body over ~60 lines in the
+# public modules (their private helpers included). Exceptions name their reason.
+MAX_FILE_LINES = 800
+MAX_BODY_LINES = 60
+GENERATED = {"_ext/unicode_tables.hpp"}  # tools/gen_unicode_tables.py writes it
+
+
+def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = fn.body
+    first = body[0]
+    docstring = (
+        isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    )
+    start = body[1].lineno if docstring and len(body) > 1 else first.lineno
+    return (fn.end_lineno or start) - start + 1
+
+
+def test_no_source_file_is_too_long_to_read():
+    long = {}
+    for p in sorted(ROOT.rglob("*")):
+        rel = p.relative_to(ROOT).as_posix()
+        if p.suffix in (".py", ".pyx", ".pxd", ".pyi", ".hpp") and rel not in GENERATED:
+            n = p.read_text(encoding="utf-8").count("\n")
+            if n > MAX_FILE_LINES:
+                long[rel] = n
+    assert not long, f"over {MAX_FILE_LINES} lines: {long}"
+
+
+def test_no_function_body_over_60_lines_in_the_public_modules():
+    long = {}
+    for name, path in MODULES.items():
+        if any(part.startswith("_") for part in name.split(".")[1:]):
+            continue  # private modules (kernels, glue): their size is the kernels'
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > MAX_BODY_LINES:
+                long[f"{name}.{node.name}"] = _body_lines(node)
+    assert not long, f"function bodies over {MAX_BODY_LINES} lines: {long}"

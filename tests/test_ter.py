@@ -42,6 +42,7 @@ def _same(ours, theirs):
     assert (ours.score, ours.num_edits, ours.ref_length) == (theirs.score, theirs.num_edits, theirs.ref_length)
 
 
+@pytest.mark.slow
 def test_every_wmt17_system(wmt17):
     # sacrebleu's TER takes 10 s a system here: every system on its first 300 segments (all 3,004 of
     # three systems are compared per segment below)
@@ -54,6 +55,7 @@ def test_every_wmt17_system(wmt17):
         assert str(ours) == str(theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(k for k, v in o.items() if v) or "default")
 def test_every_option_and_two_references(wmt17, options):
     names = sorted(wmt17["systems"])
@@ -67,6 +69,7 @@ def test_every_option_and_two_references(wmt17, options):
         assert ours.signature == str(m.get_signature()).replace(sacrebleu.__version__, "2.6.0")
 
 
+@pytest.mark.slow
 def test_every_segment_of_three_systems(wmt17):
     for name in sorted(wmt17["systems"])[:3]:
         hyps = wmt17["systems"][name]
@@ -139,6 +142,7 @@ def test_bad_input(call, exc, match):
         call()
 
 
+@pytest.mark.slow
 def test_the_command_prints_what_sacrebleu_prints(wmt17, tmp_path):
     import subprocess
     import sys

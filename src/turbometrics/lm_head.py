@@ -165,14 +165,14 @@ class _CpuFold:
         if is_torch(logits):
             import torch
 
-            code = {
+            codes = {
                 torch.float16: _validate.F16,
                 torch.bfloat16: _validate.BF16,
                 torch.float32: _validate.F32,
                 torch.float64: _validate.F64,
             }
             x = (logits.view(torch.int16) if logits.dtype == torch.bfloat16 else logits).numpy()
-            code = code[logits.dtype]
+            code = codes[logits.dtype]
         else:
             x, code = logits, _validate.F32 if logits.dtype == np.float32 else _validate.F64
         M, S, bad, tl = self.state
@@ -210,6 +210,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
 
     on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
     hb = h[torch.as_tensor(rows, device=h.device)]
+    fold: Any  # the fold's interface: add(logits, v0), result()
     if on_gpu:
         from ._gpu import HeadFold
 
