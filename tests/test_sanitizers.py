@@ -14,9 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _build import build_copy
 from conftest import BUILD_REPORT, run_pytest
-
-from turbometrics._bench import build_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"

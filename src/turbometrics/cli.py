@@ -388,10 +388,11 @@ def _run(args, parser) -> str | None:
             parser.error("choose one of --quick and --full")
         if args.repeat < 1:
             parser.error("--repeat must be >= 1")
-        from . import _bench, _bench_patch
+        from . import _bench
+        from ._bench import cases_patch
 
         rows = _bench.run(
-            _bench.cases(not args.full) + _bench_patch.cases(not args.full, None),
+            _bench.cases(not args.full) + cases_patch.cases(not args.full, None),
             quick=not args.full,
             repeat=args.repeat,
         )
