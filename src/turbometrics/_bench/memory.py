@@ -1,6 +1,8 @@
 """Time and peak resident memory of one implementation, measured in a fresh process (Linux /proc).
 
-The benchmarks' memory rows and tests/test_limits.py use these probes.
+``turbometrics bench`` does not use them: the benchmarks' memory and scale rows and tests/test_limits.py do.
+They stay here, one copy that both reach, because ``measure_in_subprocess`` runs a case that it finds by
+name in ``turbometrics._bench``.
 """
 
 from __future__ import annotations
