@@ -10,7 +10,8 @@ import os
 import pytest
 from conftest import DATA_DIR, QUICK
 
-from turbometrics import _bench, _bench_patch
+from turbometrics import _bench
+from turbometrics._bench import cases_patch
 from turbometrics._ext import _dense
 
 # TURBOMETRICS_BENCH_ONLY=simd,threads: only the cases of those groups (report.py's runs per SIMD path
@@ -18,7 +19,7 @@ from turbometrics._ext import _dense
 ONLY = {g for g in os.environ.get("TURBOMETRICS_BENCH_ONLY", "").split(",") if g}
 CASES = [
     c
-    for c in _bench.cases(QUICK, DATA_DIR) + _bench_patch.cases(QUICK, DATA_DIR)  # patch: users' code
+    for c in _bench.cases(QUICK, DATA_DIR) + cases_patch.cases(QUICK, DATA_DIR)  # patch: users' code
     if not ONLY or ONLY & set(c.groups)
 ]
 only_cases = pytest.mark.skipif(bool(ONLY), reason="TURBOMETRICS_BENCH_ONLY selects case groups")

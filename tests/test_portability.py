@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _build import build_without_openmp
 from conftest import BUILD_REPORT
 from test_fork import WAYS as FORK_WAYS
 from test_fork import run_fork_check
 
 import turbometrics as tm
 from turbometrics import resampling
-from turbometrics._bench import build_without_openmp, zipf_corpus
+from turbometrics._bench import zipf_corpus
 from turbometrics._ext import _dense
 
 pytestmark = pytest.mark.build  # each test builds the kernels with another compiler, target or option

@@ -14,9 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _build import build_copy
 from conftest import BUILD_REPORT, run_pytest
-
-from turbometrics._bench import build_copy
 
 pytestmark = pytest.mark.build  # an ASan + UBSan build of the extensions
 

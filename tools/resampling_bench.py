@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 import turbometrics as tm
-from turbometrics import _bench, _bench_patch
+from turbometrics import _bench
+from turbometrics._bench import cases_patch
 
 DATA = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
@@ -43,7 +44,7 @@ def main() -> None:
         )
     from rouge_score import scoring
 
-    scores = _bench_patch.rouge_scorer_loop(_bench_patch._summaries(DATA, 2000))  # not timed
+    scores = cases_patch.rouge_scorer_loop(cases_patch._summaries(DATA, 2000))  # not timed
 
     def aggregate():
         agg = scoring.BootstrapAggregator()

@@ -16,7 +16,10 @@ import io
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._metric import Signature
 
 _CHUNK = 50_000  # segments (or array rows) per accumulator update; the progress bar's step
 
@@ -72,7 +75,7 @@ def _text_inputs(args) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
     return systems, refs
 
 
-def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict]:
+def _score_record(score, width: int, signature: Signature, ci=None) -> tuple[str, dict]:
     """sacrebleu's score line (``Score.format``) and its JSON fields."""
     pair = None if ci is None else (ci.mean, ci.ci)
     text = score.format(width, signature=signature, ci=pair)
@@ -86,14 +89,16 @@ def _score_record(score, width: int, signature: str, ci=None) -> tuple[str, dict
     return text, d
 
 
+def _text_update(hyps: list[str], refs: list[list[str]]) -> Callable[[Any, slice], Any]:
+    """An accumulator update with the segments in ``part`` of the hypotheses and of each reference file."""
+    return lambda acc, part: acc.update(hyps[part], [r[part] for r in refs])
+
+
 def _run_text(args, make: Callable[[], Any]) -> str:
     from .resampling import bootstrap_ci, paired_test
 
     systems, refs = _text_inputs(args)
-    accs = [
-        _fill(make(), len(hyps), "seg", lambda a, part, h=hyps: a.update(h[part], [r[part] for r in refs]))
-        for _, hyps in systems
-    ]
+    accs = [_fill(make(), len(hyps), "seg", _text_update(hyps, refs)) for _, hyps in systems]
     seed_str = str(args.seed).lower()
     paired = args.paired_bs or args.paired_ar
     if paired:
@@ -280,55 +285,64 @@ def _text_parser(sub, name: str, help: str, width: int = 1):
     return p
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ._version import __version__
-
-    parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
-    parser.add_argument("--version", action="version", version=f"turbometrics {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    for name, help in (
-        ("bleu", "corpus BLEU (sacrebleu's numbers)"),
-        ("chrf", "corpus chrF / chrF++"),
-        ("ter", "corpus TER (sacrebleu's numbers)"),
+def _sacrebleu_commands(sub) -> None:
+    """bleu, chrf and ter: sacrebleu's command-line options, and its paired tests."""
+    for name, help, options in (
+        ("bleu", "corpus BLEU (sacrebleu's numbers)", _bleu_options),
+        ("chrf", "corpus chrF / chrF++", _chrf_options),
+        ("ter", "corpus TER (sacrebleu's numbers)", _ter_options),
     ):
         p = _text_parser(sub, name, help)
         if name != "ter":
             p.add_argument("-lc", "--lowercase", action="store_true", help="case-insensitive")
-        group = p.add_mutually_exclusive_group()
-        group.add_argument("--paired-bs", action="store_true", help="paired bootstrap test: first -i is the baseline")
-        group.add_argument("--paired-ar", action="store_true", help="paired approximate randomization test")
-        p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
-        p.add_argument("--paired-ar-n", type=int, default=10000, help="randomization trials (default: 10000)")
-        if name == "ter":  # sacrebleu's --ter-* options
-            p.add_argument("--ter-case-sensitive", action="store_true", help="keep case (TER lowercases)")
-            p.add_argument("--ter-asian-support", action="store_true", help="CJK characters and punctuation")
-            p.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
-            p.add_argument("--ter-normalized", action="store_true", help="Tercom's normalisation")
-        elif name == "bleu":
-            p.add_argument(
-                "-tok",
-                "--tokenize",
-                default="13a",
-                help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), flores200, spBLEU-1K",
-            )
-            p.add_argument(
-                "--spm-model",
-                default=None,
-                help="a local SentencePiece model for flores101/flores200/spBLEU-1K "
-                "(default: sacrebleu's cache, $SACREBLEU/models)",
-            )
-            p.add_argument("-s", "--smooth-method", default="exp", choices=["none", "floor", "add-k", "exp"])
-            p.add_argument("-sv", "--smooth-value", type=float, default=None)
-            p.add_argument("--max-ngram-order", type=int, default=4)
-            p.add_argument("--effective-order", action="store_true")
-        else:
-            p.add_argument("--char-order", type=int, default=6)
-            p.add_argument("--word-order", type=int, default=0, help="2 for chrF++")
-            p.add_argument("--beta", type=int, default=2)
-            p.add_argument("--whitespace", action="store_true", help="keep whitespace in character n-grams")
-            p.add_argument("--eps-smoothing", action="store_true")
+        _paired_options(p)
+        options(p)
 
+
+def _paired_options(p) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--paired-bs", action="store_true", help="paired bootstrap test: first -i is the baseline")
+    group.add_argument("--paired-ar", action="store_true", help="paired approximate randomization test")
+    p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--paired-ar-n", type=int, default=10000, help="randomization trials (default: 10000)")
+
+
+def _bleu_options(p) -> None:
+    p.add_argument(
+        "-tok",
+        "--tokenize",
+        default="13a",
+        help="13a (default), intl, zh, char, none, ja-mecab, ko-mecab, flores101 (spm), flores200, spBLEU-1K",
+    )
+    p.add_argument(
+        "--spm-model",
+        default=None,
+        help="a local SentencePiece model for flores101/flores200/spBLEU-1K "
+        "(default: sacrebleu's cache, $SACREBLEU/models)",
+    )
+    p.add_argument("-s", "--smooth-method", default="exp", choices=["none", "floor", "add-k", "exp"])
+    p.add_argument("-sv", "--smooth-value", type=float, default=None)
+    p.add_argument("--max-ngram-order", type=int, default=4)
+    p.add_argument("--effective-order", action="store_true")
+
+
+def _chrf_options(p) -> None:
+    p.add_argument("--char-order", type=int, default=6)
+    p.add_argument("--word-order", type=int, default=0, help="2 for chrF++")
+    p.add_argument("--beta", type=int, default=2)
+    p.add_argument("--whitespace", action="store_true", help="keep whitespace in character n-grams")
+    p.add_argument("--eps-smoothing", action="store_true")
+
+
+def _ter_options(p) -> None:
+    """sacrebleu's --ter-* options."""
+    p.add_argument("--ter-case-sensitive", action="store_true", help="keep case (TER lowercases)")
+    p.add_argument("--ter-asian-support", action="store_true", help="CJK characters and punctuation")
+    p.add_argument("--ter-no-punct", action="store_true", help="remove punctuation")
+    p.add_argument("--ter-normalized", action="store_true", help="Tercom's normalisation")
+
+
+def _rouge_command(sub) -> None:
     p = _text_parser(sub, "rouge", "ROUGE-N/L/Lsum (rouge-score's numbers): mean P/R/F over pairs", width=4)
     p.add_argument("--types", nargs="+", default=["rouge1", "rouge2", "rougeL", "rougeLsum"])
     p.add_argument("--stem", action="store_true", help="Porter stemming (rouge-score's use_stemmer)")
@@ -338,6 +352,9 @@ def _parser() -> argparse.ArgumentParser:
         help="ROUGE-Lsum on Punkt sentences, not lines (rouge-score's split_summaries; the lsum extra)",
     )
 
+
+def _array_commands(sub) -> None:
+    """perplexity and topk-accuracy: arrays from .npy or .npz files."""
     for name, help, names in (
         ("perplexity", "perplexity from logits (B, T, V) or (T, V) and integer targets", ("logits", "targets", "mask")),
         (
@@ -363,6 +380,8 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("-k", type=int, nargs="+", default=[5], help="k value(s) (default: 5)")
             p.add_argument("--ties", default="sklearn", choices=["sklearn", "optimistic", "pessimistic"])
 
+
+def _bench_command(sub) -> None:
     bench = sub.add_parser("bench", help="time every metric on generated data against its baselines")
     bench.add_argument("--quick", action="store_true", help="small inputs: about a minute (the default)")
     bench.add_argument("--full", action="store_true", help="the issue-sized inputs (several GB, minutes)")
@@ -376,6 +395,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="also write every row, and the machine (show_config's fields), as JSON to PATH",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
+    parser = argparse.ArgumentParser(prog="turbometrics", description="Fast ML evaluation metrics.")
+    parser.add_argument("--version", action="version", version=f"turbometrics {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _sacrebleu_commands(sub)
+    _rouge_command(sub)
+    _array_commands(sub)
+    _bench_command(sub)
     return parser
 
 
@@ -388,10 +419,11 @@ def _run(args, parser) -> str | None:
             parser.error("choose one of --quick and --full")
         if args.repeat < 1:
             parser.error("--repeat must be >= 1")
-        from . import _bench, _bench_patch
+        from . import _bench
+        from ._bench import cases_patch
 
         rows = _bench.run(
-            _bench.cases(not args.full) + _bench_patch.cases(not args.full, None),
+            _bench.cases(not args.full) + cases_patch.cases(not args.full, None),
             quick=not args.full,
             repeat=args.repeat,
         )
@@ -434,8 +466,8 @@ def _run(args, parser) -> str | None:
     if cmd == "rouge":
         return _run_rouge(args)
     if cmd == "perplexity":
-        acc = metrics.Perplexity(ignore_index=args.ignore_index, reduction=args.reduction)
-        return _print_value(args, "perplexity", _run_arrays(args, acc, args.names))
+        ppl = metrics.Perplexity(ignore_index=args.ignore_index, reduction=args.reduction)
+        return _print_value(args, "perplexity", _run_arrays(args, ppl, args.names))
     k = args.k[0] if len(args.k) == 1 else tuple(args.k)
     acc = metrics.TopKAccuracy(k=k, ties=args.ties, ignore_index=args.ignore_index)
     return _print_value(args, "topk_accuracy", _run_arrays(args, acc, args.names))

@@ -178,7 +178,15 @@ def perplexity_from_hidden(
             if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
                 raise ValueError("bag items must be (hidden, targets) or (hidden, targets, mask) blocks")
             nll, counted = _head_nll(
-                item[0], w, item[1], b, ignore_index, item[2] if len(item) == 3 else None, chunk, None, logit_map
+                item[0],
+                w,
+                item[1],
+                b,
+                ignore_index=ignore_index,
+                mask=item[2] if len(item) == 3 else None,
+                chunk=chunk,
+                num_threads=None,
+                logit_map=logit_map,
             )
             acc.update(nll, mask=counted)
 

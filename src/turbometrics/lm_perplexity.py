@@ -221,6 +221,35 @@ def lm_perplexity(
     >>> round(tm.lm_perplexity(uniform, np.arange(20) % 8, max_length=6, stride=3), 9)
     8.0
     """
+    max_length, stride, batch_size = _check_options(
+        model, max_length, stride, batch_size, ignore_index, reduction, fuse_head
+    )
+    seqs = _sequences(token_ids, ignore_index)
+    targets_of = seqs if labels is None else _labels(labels, seqs)
+    split = _split(model, fuse_head, token_ids, device)
+    call = None if split is not None and split.source == "pair" else _caller(model, token_ids, device)
+    vocab_size = _vocab_size(model, vocab_size, split, call)
+    _check_vocab(seqs, _validate.check_int(vocab_size, "vocab_size"), ignore_index)
+    if labels is not None:
+        _check_vocab(targets_of, vocab_size, _IGNORE, "labels")
+    if split is not None and split.source == "huggingface":
+        split = _verified(model, split, call, seqs[0], ignore_index, fuse_head)
+    plan = [w for i, s in enumerate(seqs) for w in windows(len(s), max_length, stride, i)]
+    nll_of = _nll_of(split, call)
+    sums, counts = _score(plan, seqs, targets_of, nll_of, batch_size, ignore_index, progress)
+    return _reduce(sums, counts, reduction)
+
+
+def _check_options(
+    model: Any,
+    max_length: int,
+    stride: int | None,
+    batch_size: int,
+    ignore_index: int | None,
+    reduction: str,
+    fuse_head: bool | None,
+) -> tuple[int, int, int]:
+    """``lm_perplexity``'s options checked, in the order its errors are raised; (max_length, stride, batch_size)."""
     _validate.check_choice(reduction, "reduction", LM_REDUCTIONS)
     if fuse_head is not None and not isinstance(fuse_head, bool):
         raise TypeError(f"fuse_head must be True, False or None, got {fuse_head!r}")
@@ -237,64 +266,120 @@ def lm_perplexity(
     batch_size = _validate.check_int(batch_size, "batch_size", minimum=1)
     if ignore_index is not None:
         _validate.check_int(ignore_index, "ignore_index")
-    seqs = _sequences(token_ids, ignore_index)
-    targets_of = seqs if labels is None else _labels(labels, seqs)
-    split = _split(model, fuse_head, token_ids, device)
-    call = None if split is not None and split.source == "pair" else _caller(model, token_ids, device)
+    return max_length, stride, batch_size
+
+
+def _vocab_size(
+    model: Any, vocab_size: int | None, split: _split_model.Split | None, call: Callable[[np.ndarray], Any] | None
+) -> Any:
+    """The vocabulary: as given, else the split head's rows, ``model.config.vocab_size``, or the logits'
+    last axis on a one-token probe (ids are checked against it before the model sees them)."""
     if vocab_size is None and split is not None:
         vocab_size = int(split.weight.shape[0])
     if vocab_size is None:
         vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
-    if vocab_size is None:  # a one-token probe: ids are checked before the model sees them
+    if vocab_size is None:
+        assert call is not None  # only a (body, head) pair has no call, and it is split
         probe = np.zeros((1, 1), np.int64)
         logits = call(probe)
         _check_logits(logits, probe.shape)
         vocab_size = int(logits.shape[-1])
-    _check_vocab(seqs, _validate.check_int(vocab_size, "vocab_size"), ignore_index)
-    if labels is not None:
-        _check_vocab(targets_of, vocab_size, _IGNORE, "labels")
-    if split is not None and split.source == "huggingface":
-        probe = seqs[0][:16].copy()[None]
-        if ignore_index is not None:
-            probe[probe == ignore_index] = 0
-        why = _split_model.verify(model, split, call, probe)
-        if why is not None and getattr(model, "training", False):
-            why += " (the model is in training mode, where dropout changes every forward pass: call model.eval())"
-        if why is not None:
-            if fuse_head:
-                raise ValueError(
-                    f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
-                    f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
-                    f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair"
-                )
-            warnings.warn(
-                f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}", stacklevel=2
-            )
-            split = None
+    return vocab_size
 
-    plan = [w for i, s in enumerate(seqs) for w in windows(len(s), max_length, stride, i)]
-    sums = [ExactSum() for _ in seqs]
-    counts = np.zeros(len(seqs), np.int64)
+
+def _verified(
+    model: Any,
+    split: _split_model.Split,
+    call: Callable[[np.ndarray], Any] | None,
+    first: np.ndarray,
+    ignore_index: int | None,
+    fuse_head: bool | None,
+) -> _split_model.Split | None:
+    """A Hugging Face split, if it gives the model's own logits on the first 16 ids of ``first``; else None
+    (the logits path) with a warning, or an error when ``fuse_head=True`` asked for the split."""
+    assert call is not None  # a Hugging Face model is callable
+    probe = first[:16].copy()[None]
+    if ignore_index is not None:
+        probe[probe == ignore_index] = 0
+    why = _split_model.verify(model, split, call, probe)
+    if why is None:
+        return split
+    if getattr(model, "training", False):
+        why += " (the model is in training mode, where dropout changes every forward pass: call model.eval())"
+    if fuse_head:
+        raise ValueError(
+            f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
+            f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
+            f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair"
+        )
+    warnings.warn(f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}", stacklevel=3)
+    return None
+
+
+def _nll_of(
+    split: _split_model.Split | None, call: Callable[[np.ndarray], Any] | None
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """(ids, targets) of a batch -> per-token NLL (B, T) float64 on the host: through the split head
+    (the logits never made), or from the model's logits. Only one batch of logits or hidden states is
+    alive at a time: each is dropped when the function returns, before the next forward pass."""
+    if split is not None:
+
+        def through_head(ids: np.ndarray, targets: np.ndarray) -> np.ndarray:
+            hidden = split.body(ids)
+            _check_logits(hidden, ids.shape, "hidden states (B, T, d)")
+            return _head_nll(
+                hidden,
+                split.weight,
+                targets,
+                split.bias,
+                ignore_index=_IGNORE,
+                mask=None,
+                chunk=None,
+                num_threads=None,
+                logit_map=split.logit_map,
+            )[0]
+
+        return through_head
+    assert call is not None  # only a (body, head) pair has no call, and it is split
+
+    def from_logits(ids: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        logits = call(ids)
+        _check_logits(logits, ids.shape)
+        return np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
+
+    return from_logits
+
+
+def _score(
+    plan: list[Window],
+    seqs: list[np.ndarray],
+    targets_of: list[np.ndarray],
+    nll_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    batch_size: int,
+    ignore_index: int | None,
+    progress: bool,
+) -> tuple[list[ExactSum], np.ndarray]:
+    """The windows of ``plan`` through the model ``batch_size`` at a time: each sequence's exact NLL sum and
+    its count of scored tokens."""
     from tqdm import tqdm
 
+    sums = [ExactSum() for _ in seqs]
+    counts = np.zeros(len(seqs), np.int64)
     batches = range(0, len(plan), batch_size)
     for start in tqdm(batches, desc="lm_perplexity", unit="batch", disable=not progress):
         batch = plan[start : start + batch_size]
         ids, targets = _batch(seqs, targets_of, batch, ignore_index)
-        if split is not None:
-            hidden = split.body(ids)
-            _check_logits(hidden, ids.shape, "hidden states (B, T, d)")
-            nll = _head_nll(hidden, split.weight, targets, split.bias, _IGNORE, None, None, None, split.logit_map)[0]
-            del hidden
-        else:
-            logits = call(ids)
-            _check_logits(logits, ids.shape)
-            nll = np.asarray(to_host(token_nll(logits, targets, ignore_index=_IGNORE)), dtype=np.float64)
-            del logits  # before the next forward pass: one batch of logits alive at a time
+        nll = nll_of(ids, targets)
         scored = targets != _IGNORE
         for row, w in enumerate(batch):
             sums[w.seq].add(nll[row][scored[row]])
             counts[w.seq] += int(scored[row].sum())
+    return sums, counts
+
+
+def _reduce(sums: list[ExactSum], counts: np.ndarray, reduction: str) -> Any:
+    """Corpus perplexity ("token"), per-sequence perplexities ("none", NaN where nothing was scored), or their
+    mean over the sequences that were scored ("mean")."""
     totals = np.array([s.value() for s in sums])
     if reduction == "token":
         n = int(counts.sum())

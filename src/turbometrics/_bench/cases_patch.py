@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ._bench import Case, Impl, _lm_data, have, wmt17_tiled
+from .case import Case, Impl, have
+from .data import _lm_data, wmt17_tiled
 
 
 def _patched(fn: Callable[[dict], Any], library: str) -> Callable[[dict], Any]:
     def run(d: dict) -> Any:  # patch() + unpatch() take about 1 ms, counted here
-        from . import patch, unpatch
+        from .. import patch, unpatch
 
         patch(library)
         try:
