@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turbometrics as tm
-from turbometrics import _validate as V
+from turbometrics import _validate
 
 
 class DLPackOnly:
@@ -25,12 +25,12 @@ class DLPackOnly:
 
 def test_torch_and_dlpack_inputs_are_viewed_not_copied():
     t = torch.randn(4, 6)
-    assert np.shares_memory(V.as_array(t, "x").data, t.numpy())
-    assert np.shares_memory(V.as_array(DLPackOnly(t), "x").data, t.numpy())
+    assert np.shares_memory(_validate.as_array(t, "x").data, t.numpy())
+    assert np.shares_memory(_validate.as_array(DLPackOnly(t), "x").data, t.numpy())
     b = t.bfloat16()
-    assert V.as_array(b, "x").data.ctypes.data == b.data_ptr()
+    assert _validate.as_array(b, "x").data.ctypes.data == b.data_ptr()
     view = t.numpy()[::-1, 1:]
-    assert np.shares_memory(V.rows3d(view, "x"), t.numpy())  # strided rows need no copy
+    assert np.shares_memory(_validate.rows3d(view, "x"), t.numpy())  # strided rows need no copy
 
 
 def test_dlpack_input_gives_the_same_numbers():
@@ -79,9 +79,9 @@ def test_targets_check_matches_numpy(dtype, n, n_classes, ignore, masked, data):
     if out_of_range:
         bad = min(live) if min(live) < 0 else max(live)
         with pytest.raises(ValueError, match=f"found {bad}$"):
-            V.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
+            _validate.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
         return
-    t64, got = V.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
+    t64, got = _validate.as_targets(t, (n,), n_classes, ignore_index=ignore, mask=mask)
     np.testing.assert_array_equal(got, counted)
     np.testing.assert_array_equal(t64, np.where(counted, np.array(t.tolist(), dtype=object), -1).astype(np.int64))
     assert t64.dtype == np.int64 and t64.flags.c_contiguous

@@ -413,7 +413,6 @@ IMPORT_ORDERS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", list(IMPORT_ORDERS))
 def test_import_orders(case):
     code = textwrap.dedent(IMPORT_ORDERS[case]) + textwrap.dedent("""

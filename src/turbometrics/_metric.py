@@ -195,10 +195,6 @@ class Metric(abc.ABC):
     __add__ = merge
 
     @abc.abstractmethod
-    def _stats(self, *args: Any, **kwargs: Any) -> tuple:
-        """The kernel step: inputs -> one chunk per state field (``update`` folds them in)."""
-
-    @abc.abstractmethod
     def compute(self) -> Any:
         """The scores of everything folded in so far."""
 
