@@ -33,7 +33,12 @@ def _bench(benchmark, group: str, args: list[str], patched: bool) -> None:
     benchmark.group = group
     res = benchmark.pedantic(fresh_run, args=(args + (["patched"] if patched else []),), rounds=1, iterations=1)
     benchmark.extra_info.update(
-        seconds=res["seconds"], call=res["call"], result=res["result"], impl="patched" if patched else "plain"
+        kind="fresh_run",
+        case=group,
+        seconds=res["seconds"],
+        call=res["call"],
+        result=res["result"],
+        impl="patched" if patched else "plain",
     )
     if not patched:
         _plain[group] = res
