@@ -89,6 +89,13 @@ ROLE_LABELS = {
 }
 
 
+def _ours(roles: dict[str, str]) -> str | None:
+    """The implementation the others are compared with: "turbometrics", or "patched" in the patch's cases
+    (the library's own call under tm.patch()); None where a case has none."""
+    name = next((n for n, role in roles.items() if role == "ours"), "turbometrics")
+    return name if name in roles else None
+
+
 def _speedups(data: dict) -> list[tuple[str, str, str, float]]:
     """(case, implementation, role, its time / turbometrics' time) for every timed comparison."""
     cases = defaultdict(dict)
@@ -98,8 +105,8 @@ def _speedups(data: dict) -> list[tuple[str, str, str, float]]:
             cases[info["case"]][info["impl"]] = (b["stats"]["min"] * info.get("scale", 1.0), info["role"])
     out = []
     for case, impls in cases.items():
-        ours_name = next((n for n, (_, role) in impls.items() if role == "ours"), "turbometrics")
-        if ours_name not in impls:
+        ours_name = _ours({n: role for n, (_, role) in impls.items()})
+        if ours_name is None:
             continue
         ours = impls[ours_name][0]
         out += [(case, name, role, t / ours) for name, (t, role) in impls.items() if role in ROLE_COLORS]
@@ -166,9 +173,8 @@ def report(data: dict) -> str:
             cases[info["case"]][info["impl"]] = (b["stats"]["min"] * info.get("scale", 1.0), info)
     lines += ["| case | implementation | time (s) | turbometrics is | GB/s |", "|---|---|---:|---:|---:|"]
     for case, impls in cases.items():
-        # ours: "turbometrics", or "patched" in the patch's cases (the library's own call under tm.patch())
-        ours_name = next((n for n, (_, i) in impls.items() if i.get("role") == "ours"), "turbometrics")
-        if ours_name not in impls:
+        ours_name = _ours({n: i.get("role", "") for n, (_, i) in impls.items()})
+        if ours_name is None:
             continue
         ours = impls[ours_name][0]
         for name, (t, info) in impls.items():
