@@ -21,6 +21,7 @@ MODULES = (
     "turbometrics.resampling",
     "turbometrics.model_selection",
     "turbometrics.lm_perplexity",
+    "turbometrics.lm_eval",
     "turbometrics.slow",
 )
 

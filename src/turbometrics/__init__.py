@@ -44,7 +44,7 @@ _LAZY = {
         ["CVResult", "GroupKFold", "KFold", "RepeatedKFold", "StratifiedKFold", "cross_validate"], "model_selection"
     ),
     "lm_perplexity": "lm_perplexity",
-    **dict.fromkeys(["perplexity_from_hidden", "token_nll_from_hidden"], "lm_head"),
+    **dict.fromkeys(["perplexity_from_hidden", "token_nll_from_hidden", "token_scores_from_hidden"], "lm_head"),
     **dict.fromkeys(
         ["perplexity", "perplexity_from_log_probs", "perplexity_from_nll", "perplexity_from_probs", "token_nll"],
         "language_model",
@@ -111,7 +111,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, eagerly
         perplexity_from_probs,
         token_nll,
     )
-    from .lm_head import perplexity_from_hidden, token_nll_from_hidden
+    from .lm_head import perplexity_from_hidden, token_nll_from_hidden, token_scores_from_hidden
     from .lm_perplexity import lm_perplexity
     from .model_selection import CVResult, GroupKFold, KFold, RepeatedKFold, StratifiedKFold, cross_validate
     from .patch import is_patched, patch, unpatch
@@ -154,6 +154,7 @@ __all__ = [
     "lm_perplexity",
     "perplexity_from_hidden",
     "token_nll_from_hidden",
+    "token_scores_from_hidden",
     "corpus_bleu",
     "sentence_bleu",
     "segment_bleu",

@@ -531,7 +531,9 @@ class HeadFold:
     float64, on the device until ``result`` brings it to the host.
     """
 
-    def __init__(self, targets: np.ndarray):
+    def __init__(self, targets: np.ndarray, greedy: bool = False):
+        if greedy:
+            raise NotImplementedError("the GPU fold does not keep the argmax yet")
         self.targets = np.ascontiguousarray(targets, dtype=np.int64)
         self.state: tuple | None = None
         self.t_dev = None

@@ -116,6 +116,17 @@ def _budget(h, kind: str, max_bytes: int | None) -> int:
 
 def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None, max_bytes=None):
     """Per-token NLL as float64 on the host (0 where not counted) and the counted mask."""
+    nll, counted, _ = _head_pass(
+        hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes
+    )
+    return nll, counted
+
+
+def _head_pass(
+    hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map=None, max_bytes=None, greedy=False
+):
+    """``_head_nll``'s (nll, counted) and, with ``greedy``, whether each counted target is its row's first argmax
+    (bool, False where not counted), the fold then in float64 throughout (``_dense.score_rows``)."""
     if logit_map is not None and not callable(logit_map):
         raise TypeError(
             f"logit_map must be callable (an elementwise map of the logits), got {type(logit_map).__name__}"
@@ -128,35 +139,45 @@ def _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_thre
     threads = _validate.check_threads(num_threads)
     idx = np.flatnonzero(counted.reshape(-1))  # only counted positions are multiplied
     nll = np.zeros(t64.size)
+    top = np.zeros(t64.size, bool) if greedy else None
     if idx.size == 0:
-        return nll.reshape(shape), counted
+        return nll.reshape(shape), counted, None if top is None else top.reshape(shape)
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
     block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes))
     for r0 in range(0, idx.size, block):
         rows = idx[r0 : r0 + block]
         t_rows = t64[rows]
         if kind == "numpy":
-            out = _rows_numpy(h[rows], w, b, t_rows, width, threads, logit_map)
+            out = _rows_numpy(h[rows], w, b, t_rows, width, threads, logit_map, greedy=greedy)
         else:
-            out = _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map)
-        nll[rows] = out
-    return nll.reshape(shape), counted
+            out = _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map, greedy=greedy)
+        if greedy:
+            nll[rows], top[rows] = out  # type: ignore[index]
+        else:
+            nll[rows] = out
+    return nll.reshape(shape), counted, None if top is None else top.reshape(shape)
 
 
-def _finish(M, S, bad, tl) -> np.ndarray:
+def _finish(M, S, bad, tl, arg=None, targets=None):
+    """The rows' NLLs from the fold's state; with ``arg``, also whether each target is its row's first argmax
+    (a row whose log-softmax is NaN, from NaN or +inf logits or all -inf: torch.argmax's first NaN, index 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (M - tl) + np.log(S)  # as the kernels' row_nll: no cancellation with huge equal logits
     out[bad.astype(bool)] = np.nan
-    return out
+    if arg is None:
+        return out
+    return out, np.where(np.isnan(out), targets == 0, arg == targets)
 
 
 class _CpuFold:
     """Rows' running log-sum-exp on the CPU, one logits slice at a time (``_dense.fold_rows``): the state
-    (max, sum, NaN/+inf flag, target logit) that ``_gpu.HeadFold`` keeps on a GPU, with the same methods."""
+    (max, sum, NaN/+inf flag, target logit) that ``_gpu.HeadFold`` keeps on a GPU, with the same methods.
+    With ``greedy`` each row's first argmax too, and the sums in float64 throughout (``_dense.score_rows``)."""
 
-    def __init__(self, targets: np.ndarray, threads: int):
+    def __init__(self, targets: np.ndarray, threads: int, greedy: bool = False):
         n = len(targets)
         self.targets, self.threads = targets, threads
+        self.arg = np.full(n, -1, np.int64) if greedy else None
         self.state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n))
 
     def add(self, logits: Any, v0: int) -> None:
@@ -176,18 +197,21 @@ class _CpuFold:
         else:
             x, code = logits, _validate.F32 if logits.dtype == np.float32 else _validate.F64
         M, S, bad, tl = self.state
-        _dense.fold_rows(x[:, None, :], code, M, S, bad, self.threads)
+        if self.arg is None:
+            _dense.fold_rows(x[:, None, :], code, M, S, bad, self.threads)
+        else:
+            _dense.score_rows(x[:, None, :], code, v0, M, S, bad, self.arg, self.threads)
         t = self.targets
         live = np.flatnonzero((t >= v0) & (t < v0 + x.shape[1]))
         tl[live] = _to_float64(x[live, t[live] - v0], code)
 
     def result(self) -> tuple:
-        return self.state
+        return self.state if self.arg is None else (*self.state, self.arg)
 
 
-def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
+def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None, greedy=False):
     n = len(t_rows)
-    fold = _CpuFold(t_rows, threads)
+    fold = _CpuFold(t_rows, threads, greedy)
     buf = np.empty(n * width, dtype=hb.dtype)
     for v0 in range(0, w.shape[0], width):
         v1 = min(v0 + width, w.shape[0])
@@ -198,10 +222,10 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None) -> np.ndarray:
         if logit_map is not None:
             logits = np.ascontiguousarray(_mapped(logit_map, logits))
         fold.add(logits, v0)
-    return _finish(*fold.result())
+    return _finish(*fold.result(), targets=t_rows)
 
 
-def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None) -> np.ndarray:
+def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False):
     """One block of rows from torch tensors, multiplied by ``F.linear`` a slice at a time; each slice folded
     by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
     True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
@@ -214,9 +238,9 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     if on_gpu:
         from ._gpu import HeadFold
 
-        fold = HeadFold(t_rows)
+        fold = HeadFold(t_rows, greedy)
     else:
-        fold = _CpuFold(t_rows, threads)
+        fold = _CpuFold(t_rows, threads, greedy)
     with torch.no_grad():
         for v0 in range(0, w.shape[0], width):
             v1 = min(v0 + width, w.shape[0])
@@ -225,7 +249,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
                 logits = _mapped(logit_map, logits).contiguous()
             fold.add(logits, v0)
             del logits  # before the next slice is made: one slice at a time (the fold is queued on its stream)
-    return _finish(*fold.result())
+    return _finish(*fold.result(), targets=t_rows)
 
 
 def token_nll_from_hidden(
@@ -300,6 +324,64 @@ def token_nll_from_hidden(
     array([1.386294, 1.386294])
     """
     return _head_nll(hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes)[0]
+
+
+def token_scores_from_hidden(
+    hidden: Any,
+    weight: Any,
+    targets: Any,
+    bias: Any = None,
+    ignore_index: int | None = None,
+    mask: Any = None,
+    *,
+    chunk: int | None = None,
+    max_bytes: int | None = None,
+    num_threads: int | None = None,
+    logit_map: Callable[[Any], Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each position's target log-probability and whether the target is the greedy choice, without the logits.
+
+    What an evaluation harness scores a continuation by (lm-evaluation-harness's
+    ``loglikelihood``: the sum of the log-probabilities, and whether every token
+    is the argmax): ``log_softmax(hidden @ weight.T + bias)[target]`` and
+    ``argmax(logits) == target``, in one read of each slice of logits. The
+    logits are made in the inputs' dtype (as the model's head makes them); the
+    log-sum-exp is taken in float64 throughout (every exp in float64), so a
+    log-probability is accurate to float64 rounding (about 1e-15 relative), as
+    ``log_softmax(logits.double())`` would give it.
+
+    Parameters
+    ----------
+    hidden, weight, targets, bias, ignore_index, mask, chunk, max_bytes, num_threads, logit_map
+        As in ``token_nll_from_hidden``.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The log-probabilities (float64, shaped like ``targets``; 0 where not
+        counted) and the greedy flags (bool; False where not counted). Ties
+        follow ``torch.argmax``: the first maximal index is the greedy one. A
+        row whose log-softmax is NaN (its logits hold NaN or +inf, or are all
+        -inf) has a NaN log-probability and, as ``torch.argmax`` of that NaN
+        row gives index 0, is greedy only for target 0.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``token_nll_from_hidden``.
+
+    Examples
+    --------
+    >>> import numpy as np, turbometrics as tm
+    >>> h = np.ones((2, 1), np.float32); w = np.array([[1.0], [2.0], [2.0]], np.float32)
+    >>> logp, greedy = tm.token_scores_from_hidden(h, w, [1, 2])
+    >>> logp.round(6), greedy  # logits (1, 2, 2): the tie goes to the first
+    (array([-0.861995, -0.861995]), array([ True, False]))
+    """
+    nll, counted, greedy = _head_pass(
+        hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes, greedy=True
+    )
+    return np.where(counted, -nll, 0.0), greedy & counted
 
 
 def perplexity_from_hidden(

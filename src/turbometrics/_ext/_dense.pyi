@@ -46,6 +46,19 @@ def fold_rows(
     nthreads: int,
 ) -> None: ...
 
+# fold_rows of the slice x (columns [v0, v0 + width)) in float64 throughout, keeping each row's first argmax
+# in ``arg`` (start it at -1)
+def score_rows(
+    x: npt.NDArray[Any],
+    code: int,
+    v0: int,
+    M: npt.NDArray[np.float64],
+    S: npt.NDArray[np.float64],
+    bad: npt.NDArray[np.uint8],
+    arg: npt.NDArray[np.int64],
+    nthreads: int,
+) -> None: ...
+
 # the k best entries of each row: values (B*T, k) of x's dtype and their int64 indices
 def topk_rows(
     x: npt.NDArray[Any], code: int, k: int, largest: bool, sorted: bool, nthreads: int

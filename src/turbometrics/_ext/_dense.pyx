@@ -29,6 +29,8 @@ cdef extern from "dense.hpp" namespace "tmk":
     void c_nll_rows "tmk::nll_rows"(const Rows x, int code, const int64_t* targets, double* out,
                                     int nthreads) except +raise_py nogil
     void c_fold_rows "tmk::fold_rows"(const Rows x, int code, double* M, double* S, uint8_t* bad, int nthreads) except +raise_py nogil
+    void c_score_rows "tmk::score_rows"(const Rows x, int code, int64_t v0, double* M, double* S, uint8_t* bad,
+                                        int64_t* arg, int nthreads) except +raise_py nogil
     void c_topk_rows "tmk::topk_rows"(const Rows x, int code, int64_t itemsize, int64_t k,
                                       bint largest, bint sorted, char* out_v, int64_t* out_i,
                                       int nthreads) except +raise_py nogil
@@ -249,6 +251,21 @@ def fold_rows(x, int code, double[::1] M, double[::1] S, uint8_t[::1] bad, int n
     with nogil:
         if r.B * r.T > 0:
             c_fold_rows(r, code, &M[0], &S[0], &bad[0], nthreads)
+
+
+def score_rows(x, int code, int64_t v0, double[::1] M, double[::1] S, uint8_t[::1] bad, int64_t[::1] arg,
+               int nthreads):
+    """``fold_rows`` of the slice ``x`` (B, T, width), the vocabulary's columns [v0, v0 + width), in float64
+    throughout, also keeping each row's first argmax in ``arg`` (int64; start it at -1)."""
+    if not 0 <= code <= 3:
+        raise ValueError("log-sum-exp needs floating-point values")
+    active_path()
+    cdef Rows r = _rows(x, code)
+    if not (M.shape[0] == S.shape[0] == bad.shape[0] == arg.shape[0] == r.B * r.T):
+        raise ValueError("the state must hold one entry per row")
+    with nogil:
+        if r.B * r.T > 0:
+            c_score_rows(r, code, v0, &M[0], &S[0], &bad[0], &arg[0], nthreads)
 
 
 def topk_rows(x, int code, int64_t k, bint largest, bint sorted, int nthreads):

@@ -57,11 +57,13 @@ typedef double (*NllFn)(const char* row, int64_t V, int64_t target);
 typedef bool (*FoldFn)(const char* row, int64_t V, double& M, double& S);
 typedef void (*TopkFn)(const char* row, int64_t V, int64_t k, bool largest, bool sorted, void* buf, int64_t cap,
                        char* out_v, int64_t* out_i);
+typedef bool (*ScoreFn)(const char* row, int64_t V, int64_t v0, double& M, double& S, int64_t& arg);
 typedef int64_t (*RankFn)(const char* row, int64_t V, int64_t target, bool before_ge, bool after_ge);
 struct Kernels {
   const char* name;
   NllFn nll[4];     // by dtype code, floating point only
   FoldFn fold[4];   // by dtype code, floating point only
+  ScoreFn score[4]; // by dtype code, floating point only
   TopkFn topk[12];  // by dtype code
   RankFn rank[12];  // by dtype code
 };
@@ -102,6 +104,12 @@ template <class T> struct LoadId {
   using S = T;
   using K = T;
   static TM_INLINE K get(S s) { return s; }
+};
+// A loader's values compared and summed in double (exact: every 16-bit or float32 value is a double).
+template <class L> struct Wide {
+  using S = typename L::S;
+  using K = double;
+  static TM_INLINE K get(S s) { return (double)L::get(s); }
 };
 
 // e^x of every 16-bit value x (65536 doubles, built on first use, shared by all
@@ -254,6 +262,18 @@ static inline void fold_rows(const Rows x, int code, double* M, double* S, uint8
       x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; },
       [&](int, int64_t r) {
         if (!bad[r] && !fn(x.row(r), x.V, M[r], S[r])) bad[r] = 1;
+      });
+}
+
+// fold_rows with each row's first argmax: arg[r] becomes v0 + the index of the slice's first maximal value
+// when that beats the row's max so far (-1 until a row has a value above -inf); all in double (score_row).
+static inline void score_rows(const Rows x, int code, int64_t v0, double* M, double* S, uint8_t* bad, int64_t* arg,
+                              int nthreads) {
+  const ScoreFn fn = active.load()->score[code];
+  tmthreads::parallel_for(
+      x.B * x.T, row_chunk(x.V), nthreads, [] { return 0; },
+      [&](int, int64_t r) {
+        if (!bad[r] && !fn(x.row(r), x.V, v0, M[r], S[r], arg[r])) bad[r] = 1;
       });
 }
 

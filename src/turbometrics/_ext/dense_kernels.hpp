@@ -232,9 +232,11 @@ template <class K, bool CLAMP, class S> static TM_INLINE double block_sum_exp(co
 }
 
 // Fold one block into the row's running (max M, sum S of e^(x - M)); false if
-// the block holds +inf or NaN.
+// the block holds +inf or NaN. With arg, *arg becomes the index (at + i) of the block's first maximal
+// element when that beats every earlier block's max: a row's first argmax, as torch.argmax breaks ties.
 template <class K, class Src>
-static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, double& S) {
+static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, double& S, int64_t* arg = nullptr,
+                                int64_t at = 0) {
   constexpr int W = Pack<K>::LANES;
   const K inf = std::numeric_limits<K>::infinity();
   Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
@@ -257,6 +259,11 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
   double s = mn - m >= Exp<K>::LOW ? block_sum_exp<K, false>(b, m, next) : block_sum_exp<K, true>(b, m, next);
   if (s != s) return false;
   double dm = (double)m;
+  if (arg != nullptr && dm > M) {  // rare after a row's first blocks: a scan of a block still in L1
+    int i = 0;
+    while (b.pack(i / Pack<K>::LANES * Pack<K>::LANES)[i % Pack<K>::LANES] != m) ++i;
+    *arg = at + i;
+  }
   if (M == -std::numeric_limits<double>::infinity()) {
     S = s;
     M = dm;
@@ -273,7 +280,9 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
 // A whole row from M = -inf, S = 0 is row_nll's log-sum-exp; slices of a row folded in turn carry it
 // across slices (the LM head's logits, a vocabulary slice at a time). TABLE: 16-bit values are summed
 // from the exp table (as row_nll does, with M = 0) while that sum is a normal double.
-template <class L, bool TABLE> static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum) {
+template <class L, bool TABLE>
+static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum, int64_t* arg = nullptr,
+                               int64_t v0 = 0) {
   using S = typename L::S;
   using K = typename L::K;
   constexpr int W = Pack<K>::LANES;
@@ -301,7 +310,7 @@ template <class L, bool TABLE> static TM_INLINE bool row_fold(const char* row, i
       for (int i = 0; i < n; ++i) buf[i] = L::get(x[j + i]);
     for (int i = n - whole; i < b.n - whole; ++i) tail[i] = b.p[0];
     // The prefetch runs past the row's end into the next row (prefetches never fault).
-    if (!block_lse<K>(b, x + j + n, M, sum)) return false;
+    if (!block_lse<K>(b, x + j + n, M, sum, arg, v0 + j)) return false;
   }
   return true;
 }
@@ -334,6 +343,14 @@ static bool fold_f32(const char* r, int64_t n, double& M, double& S) {
 }
 static bool fold_f64(const char* r, int64_t n, double& M, double& S) {
   return row_fold<LoadId<double>, false>(r, n, M, S);
+}
+
+// A slice [v0, v0 + n) of a row folded as row_fold does, and its first argmax tracked in arg: the
+// continuation scores of a language-model harness (a token's log-probability and whether it is the
+// greedy choice) in one read. Every dtype is widened to double and its exps taken in double, so that a
+// log-probability carries no float-exp error (float32 rows here cost a slower exp pass than fold_f32).
+template <class L> static bool score_row(const char* r, int64_t n, int64_t v0, double& M, double& S, int64_t& arg) {
+  return row_fold<Wide<L>, false>(r, n, M, S, &arg, v0);
 }
 
 // ---------------------------------------------------------------- top-k
@@ -632,6 +649,7 @@ static const Kernels kernels = {
     TM_PATH_NAME,
     {nll_f16, nll_bf16, nll_f32, nll_f64},
     {fold_f16, fold_bf16, fold_f32, fold_f64},
+    {score_row<LoadF16>, score_row<LoadBF16>, score_row<LoadId<float>>, score_row<LoadId<double>>},
     {topk_f16, topk_bf16, topk_f32, topk_f64, topk_i8, topk_i16, topk_i32, topk_i64, topk_u8, topk_u16, topk_u32,
      topk_u64},
     {rank_f16, rank_bf16, rank_f32, rank_f64, rank_i8, rank_i16, rank_i32, rank_i64, rank_u8, rank_u16, rank_u32,

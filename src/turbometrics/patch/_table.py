@@ -50,6 +50,7 @@ SACREBLEU = Library("sacrebleu", "sacrebleu", "2.x")
 ROUGE_SCORE = Library("rouge_score", "rouge-score", "==0.1.2")
 SKLEARN = Library("sklearn", "scikit-learn", ">=1.3")
 TORCHMETRICS = Library("torchmetrics", "torchmetrics", ">=1")
+LM_EVAL = Library("lm_eval", "lm-eval", "==0.4.13")
 
 
 def _sacrebleu_metric(module: str, cls: str) -> tuple[EntryPoint, ...]:
@@ -137,6 +138,24 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         SWAP_CODE,
         fast="_torchmetrics.compute",
         label="torchmetrics.text.Perplexity.compute",
+    ),
+    # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
+    EntryPoint(
+        LM_EVAL,
+        "lm_eval.models.huggingface",
+        "HFLM._loglikelihood_tokens",
+        REBIND,
+        fast="_lm_eval.loglikelihood_tokens",
+        label="lm_eval.HFLM._loglikelihood_tokens",
+    ),
+    # batch_size="auto": sized by the fused path's memory
+    EntryPoint(
+        LM_EVAL,
+        "lm_eval.models.huggingface",
+        "HFLM._detect_batch_size",
+        REBIND,
+        fast="_lm_eval.detect_batch_size",
+        label="lm_eval.HFLM._detect_batch_size",
     ),
 )
 
