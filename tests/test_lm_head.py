@@ -154,3 +154,48 @@ def test_logit_map_soft_capping(rng):
         th, tw, t, tb, ignore_index=-100, chunk=256, logit_map=lambda x: torch.tanh(x / cap) * cap
     )
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+# ---------------------------------------------------------------- token_scores_from_hidden
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("chunk", [None, 64, 1000])
+def test_scores_are_the_float64_log_softmax_and_its_argmax(rng, dtype, chunk):
+    """Each log-probability as ``log_softmax(logits.double())`` gives it (the logits in the inputs' dtype),
+    greedy as ``argmax == target`` with torch's first-index rule: exact ties across and within slices."""
+    h = torch.from_numpy(rng.standard_normal((40, 24))).to(dtype)
+    w = torch.from_numpy(rng.standard_normal((1000, 24)) * 0.5).to(dtype)
+    h[12], h[13] = h[0], h[1]
+    top = F.linear(h, w).argmax(-1)
+    assert 3 < top[1] < 999 and top[0] < 999
+    w[999] = w[int(top[0])]  # row 0: a tie with a later slice, the first stays the argmax
+    w[3] = w[int(top[1])]  # row 1: a tie with an earlier one, index 3 becomes the argmax
+    logits = F.linear(h, w)
+    t = torch.from_numpy(rng.integers(0, 1000, 40))
+    t[:12] = logits.argmax(-1)[:12]  # greedy targets
+    t[12], t[13] = 999, top[1]  # the later of each tie
+    logp, greedy = tm.token_scores_from_hidden(h, w, t, chunk=chunk)
+    ref = torch.log_softmax(logits.double(), -1).gather(1, t[:, None])[:, 0].numpy()
+    np.testing.assert_allclose(logp, ref, rtol=1e-13)
+    np.testing.assert_array_equal(greedy, (logits.argmax(-1) == t).numpy())
+    assert greedy[:12].all() and t[1] == 3 and t[0] == top[0] and not greedy[12:14].any()
+
+
+def test_scores_of_numpy_inputs_masks_and_non_finite_rows(rng):
+    h = rng.standard_normal((2, 5, 8))
+    w = rng.standard_normal((50, 8))
+    t = rng.integers(0, 50, (2, 5))
+    t[0, 0] = -100
+    mask = np.ones((2, 5), bool)
+    mask[1, 4] = False
+    logp, greedy = tm.token_scores_from_hidden(h, w, t, ignore_index=-100, mask=mask)
+    logits = torch.from_numpy(h @ w.T)
+    ref = torch.log_softmax(logits, -1).gather(2, torch.from_numpy(t).clamp(0)[..., None])[..., 0].numpy()
+    counted = (t != -100) & mask
+    np.testing.assert_allclose(logp[counted], ref[counted], rtol=1e-13)
+    assert (logp[~counted] == 0).all() and not greedy[~counted].any()
+    np.testing.assert_array_equal(greedy[counted], (logits.argmax(-1).numpy() == t)[counted])
+    # a NaN row: NaN, and greedy only for target 0 (torch.argmax of an all-NaN log-softmax row)
+    logp, greedy = tm.token_scores_from_hidden(np.array([[np.nan], [np.nan]]), np.ones((3, 1)), [0, 2])
+    assert np.isnan(logp).all() and greedy.tolist() == [True, False]

@@ -73,6 +73,13 @@ BATTERY = textwrap.dedent("""
                         ("bf16", x.astype(ml_dtypes.bfloat16))):
             out[f"nll {name} {v}"] = tm.token_nll(a, t, ignore_index=-100, num_threads=2)
             out[f"nll {name} {v} strided"] = tm.token_nll(a[:, ::-2], t[:, ::-2], ignore_index=-100)
+            rows = (a.view(np.uint16) if name == "bf16" else a).reshape(15, v)  # the head's score fold, in slices
+            state = (np.full(15, -np.inf), np.zeros(15), np.zeros(15, np.uint8), np.full(15, -1, np.int64))
+            for v0 in range(0, v, 1000):
+                code = {"f64": 3, "f32": 2, "f16": 0, "bf16": 1}[name]
+                _dense.score_rows(np.ascontiguousarray(rows[:, None, v0:v0 + 1000]), code, v0, *state, 2)
+            for i, part in enumerate(state):
+                out[f"score {name} {v} {i}"] = part
             for k in sorted({1, min(v, 5), v}):
                 for largest in (True, False):
                     val, idx = tm.topk(a, k, largest=largest)
@@ -111,7 +118,7 @@ def test_every_path_gives_the_same_bits(tmp_path):
             np.testing.assert_array_equal(results[path][key], want, err_msg=f"{key}: {path} vs {first}")
     SIMD_REPORT.append(
         f"same bits on every path run here ({', '.join(_dense.SUPPORTED)}): "
-        f"{len(results[first])} NLL/top-k/rank/resample-sum results compared"
+        f"{len(results[first])} NLL/score/top-k/rank/resample-sum results compared"
     )
 
 

@@ -123,7 +123,9 @@ def loglikelihood_tokens(
             inplens.append(len(inps[-1]))
         width = max(inplens)
         batched = hf.pad_and_concat(width, inps, padding_side="right")
-        answers, rows, targets = [], [], []
+        answers: list[tuple] = []  # (request strings, its first row, its end)
+        rows: list[tuple[int, int]] = []  # (batch row, position) of each continuation token
+        targets: list[int] = []
         for b, ((request_str, ctx_tokens, cont_toks), inplen) in enumerate(zip(chunk, inplens, strict=True)):
             end = inplen  # where the continuation's last log-probability comes from, in the padded input
             for req_str, toks, _ in re_ord.get_cache(

@@ -152,21 +152,23 @@ def _head_pass(
         else:
             out = _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map, greedy=greedy)
         if greedy:
-            nll[rows], top[rows] = out  # type: ignore[index]
+            nll[rows], top[rows] = out
         else:
             nll[rows] = out
     return nll.reshape(shape), counted, None if top is None else top.reshape(shape)
 
 
-def _finish(M, S, bad, tl, arg=None, targets=None):
-    """The rows' NLLs from the fold's state; with ``arg``, also whether each target is its row's first argmax
-    (a row whose log-softmax is NaN, from NaN or +inf logits or all -inf: torch.argmax's first NaN, index 0)."""
+def _finish(state: tuple, targets: np.ndarray):
+    """The rows' NLLs from a fold's state (max, sum, bad, target logit[, argmax]); with the argmax, also whether
+    each target is its row's first argmax (a row whose log-softmax is NaN, from NaN or +inf logits or all
+    -inf: torch.argmax's first NaN, index 0)."""
+    M, S, bad, tl, *arg = state
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (M - tl) + np.log(S)  # as the kernels' row_nll: no cancellation with huge equal logits
     out[bad.astype(bool)] = np.nan
-    if arg is None:
+    if not arg:
         return out
-    return out, np.where(np.isnan(out), targets == 0, arg == targets)
+    return out, np.where(np.isnan(out), targets == 0, arg[0] == targets)
 
 
 class _CpuFold:
@@ -222,7 +224,7 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None, greedy=False):
         if logit_map is not None:
             logits = np.ascontiguousarray(_mapped(logit_map, logits))
         fold.add(logits, v0)
-    return _finish(*fold.result(), targets=t_rows)
+    return _finish(fold.result(), t_rows)
 
 
 def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False):
@@ -249,7 +251,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
                 logits = _mapped(logit_map, logits).contiguous()
             fold.add(logits, v0)
             del logits  # before the next slice is made: one slice at a time (the fold is queued on its stream)
-    return _finish(*fold.result(), targets=t_rows)
+    return _finish(fold.result(), t_rows)
 
 
 def token_nll_from_hidden(
