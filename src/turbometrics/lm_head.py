@@ -85,9 +85,13 @@ def _plan(rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budge
         chunk = vocab
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
-        chunk = max(256, budget // (block * itemsize)) // 64 * 64
+        chunk = max(256, budget // (block * itemsize) - d) // 64 * 64
     chunk = min(chunk, vocab)
-    return max(1, min(rows, budget // ((chunk + d) * itemsize))), chunk
+    block = max(1, min(rows, budget // ((chunk + d) * itemsize)))
+    # Equal blocks, not full ones and a small remainder: each block multiplies the whole weight, and a
+    # small block's multiply costs about a full one's (the weight slices are packed again for it).
+    blocks = -(-rows // block)
+    return -(-rows // blocks), chunk
 
 
 def _mapped(logit_map, logits):
@@ -232,7 +236,6 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
     True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
     import torch
-    import torch.nn.functional as F
 
     on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
     hb = h[torch.as_tensor(rows, device=h.device)]
@@ -243,10 +246,24 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
         fold = HeadFold(t_rows, greedy)
     else:
         fold = _CpuFold(t_rows, threads, greedy)
+    # On the CPU every slice is written into one buffer: a fresh (rows, width) tensor a slice was handed back to
+    # the OS and faulted in again each time (the multiply ran at a third of its speed: docs/performance.md).
+    # mm/addmm into it are the calls F.linear makes (same bits); autocast does not cover out= calls.
+    import torch.nn.functional as F
+
+    reuse = h.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+    buf = torch.empty(len(rows) * width, dtype=h.dtype) if reuse else None
     with torch.no_grad():
         for v0 in range(0, w.shape[0], width):
             v1 = min(v0 + width, w.shape[0])
-            logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
+            if buf is None:
+                logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
+            else:
+                logits = buf[: len(rows) * (v1 - v0)].view(len(rows), v1 - v0)
+                if b is None:
+                    torch.mm(hb, w[v0:v1].t(), out=logits)
+                else:
+                    torch.addmm(b[v0:v1], hb, w[v0:v1].t(), out=logits)
             if logit_map is not None:
                 logits = _mapped(logit_map, logits).contiguous()
             fold.add(logits, v0)

@@ -7,7 +7,8 @@ take minutes on the full input), and a plain multi-threaded read of the same
 array: the physical limit of a one-pass kernel.
 
 Modules: ``case`` (``Case``, ``Impl``, shared helpers), ``data`` (inputs several groups use), the
-groups of cases (``cases_dense``, ``cases_text``, ``cases_lm``, ``cases_pairwise``, ``cases_token_ids``,
+groups of cases (``cases_dense``, ``cases_text``, ``cases_lm``, ``cases_lm_eval``, ``cases_pairwise``,
+``cases_token_ids``,
 ``cases_per_call``, and ``cases_patch``: users' code with ``tm.patch()``), ``suite`` (which cases at
 which sizes), ``report`` (timing and the printed report), ``memory`` and ``first_call`` (probes in a
 fresh process). The names below are what the command, the benchmarks, the tests and tools/ use;
@@ -19,6 +20,7 @@ from __future__ import annotations
 from .case import Case, Impl, build_variant, have
 from .cases_dense import perplexity_case, topk_accuracy_case, topk_case
 from .cases_lm import _causal_lm, hidden_case, lm_case, lm_head_case
+from .cases_lm_eval import lm_eval_case
 from .cases_pairwise import pairwise_case
 from .cases_per_call import per_call_sentence_bleu_case, per_call_topk_accuracy_case
 from .cases_text import (
@@ -65,6 +67,7 @@ __all__ = [
     "hidden_case",
     "lm_case",
     "lm_head_case",
+    "lm_eval_case",
     "long_pair_case",
     "measure_in_subprocess",
     "pairwise_case",
