@@ -5,7 +5,9 @@ original raises for that input too).
 The suites come from the package index when the tests run, never from this repository: sacrebleu
 2.6.0's sdist (its ``test/``), rouge-score 0.1.2's tests as installed from its sdist (with stand-ins
 for the ``testdata/`` it does not ship: ``upstream/rouge_score_testdata.py``), scikit-learn's installed
-``sklearn/metrics/tests/test_ranking.py``. The few tests left out are listed, each with its reason, in
+``sklearn/metrics/tests/test_ranking.py``, lm-eval 0.4.13's sdist ``tests/test_evaluator.py`` (its ``HFLM``
+log-likelihood tests: with a stand-in model and datasets for what they download,
+``upstream/lm_eval_testdata.py``). The few tests left out are listed, each with its reason, in
 ``upstream/deselected.txt``. The summary prints passed / deselected per suite and how many patched calls
 each suite made.
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA, PATCH_REPORT
 
-pytestmark = pytest.mark.slow  # fetches sacrebleu's, rouge-score's and scikit-learn's suites from PyPI
+pytestmark = pytest.mark.slow  # fetches the upstream suites from PyPI
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "upstream"
@@ -44,6 +46,8 @@ def run_suite(suite: str, args: list[str], cwd: Path, *, plugins: tuple = ()) ->
         "TURBOMETRICS_PATCH_STRICT": "1",
         "TURBOMETRICS_DATA": str(DATA),
         "PYTHONPATH": os.pathsep.join([str(UPSTREAM), os.environ.get("PYTHONPATH", "")]),
+        "HF_HUB_OFFLINE": "1",  # nothing is downloaded: a suite that tries fails here as it would in CI
+        "HF_DATASETS_OFFLINE": "1",
     }
     cmd = [
         sys.executable,
@@ -109,3 +113,9 @@ def test_rouge_score_suite(tmp_path):
 
 def test_sklearn_ranking_suite(tmp_path):
     run_suite("scikit-learn", ["--pyargs", "sklearn.metrics.tests.test_ranking"], tmp_path)
+
+
+def test_lm_eval_hflm_suite(tmp_path):
+    pytest.importorskip("accelerate")  # lm-eval's HFLM needs it (lm-eval[hf])
+    root = pip_download("lm-eval==0.4.13", tmp_path)
+    run_suite("lm-eval", ["tests/test_evaluator.py"], root, plugins=("lm_eval_testdata",))
