@@ -133,6 +133,22 @@ def test_lm_perplexity_through_the_head_time_and_memory(benchmark, impl):
     benchmark.extra_info.update(kind="lm", case=_bench.lm_head_case(*LM_HEAD).name, impl=impl, **res)
 
 
+LM_EVAL = (8, 512, 128256, 256) if not QUICK else (4, 128, 32000, 64)
+
+
+@only_cases
+@pytest.mark.skipif(not (_bench.have("lm_eval") and _bench.have("accelerate")), reason="lm-eval[hf] not installed")
+@pytest.mark.parametrize("kind", ["rolling", "choice"])
+@pytest.mark.parametrize("impl", ["turbometrics", "lm-eval"])
+def test_lm_eval_loglikelihood_time_and_memory(benchmark, kind, impl):
+    """lm-evaluation-harness's HFLM log-likelihoods, patched (the fused head) and not, each in a fresh process:
+    seconds and the peak resident memory added to the model and the requests."""
+    benchmark.group = f"lm-eval loglikelihood ({kind})"
+    args = (kind, *LM_EVAL)
+    res = benchmark.pedantic(_bench.measure_in_subprocess, args=("lm_eval_case", args, impl), rounds=1, iterations=1)
+    benchmark.extra_info.update(kind="lm", case=_bench.lm_eval_case(*args).name, impl=impl, **res)
+
+
 @only_cases
 @pytest.mark.parametrize("metric,args", _bench.LONG_PAIRS, ids=[m for m, _ in _bench.LONG_PAIRS])
 def test_long_pair_time_and_memory(benchmark, metric, args):

@@ -6,6 +6,7 @@ GPT-2-shaped models built from configs (random weights) and a tokenizer built he
 
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -307,3 +308,26 @@ def test_batch_size_auto_probes_the_fused_path(tokenizer, strict, monkeypatch):
     assert seen[0] == 32 and got <= 12 and all(s > 12 for s in seen[:first]) and set(seen[first:]) == {got}
     assert accelerated("lm_eval.HFLM._detect_batch_size") >= 1
     assert_same(lm._loglikelihood_tokens(reqs, disable_tqdm=True), expected, 1e-9)
+
+
+def test_the_harness_command_runs_patched(tokenizer, tmp_path):
+    """``python -m turbometrics.patch -m lm_eval ...``: the harness's own command line, unchanged, on a saved
+    model and local tasks; every log-likelihood call accelerated, none fell back."""
+    import os
+    import subprocess
+    import sys
+
+    model_dir = tmp_path / "model"
+    build("llama", torch.float32).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    write_tasks(tmp_path, np.random.default_rng(5))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TURBOMETRICS_PATCH_STRICT": "1"}
+    cmd = [sys.executable, "-m", "turbometrics.patch", "--report", "-m", "lm_eval", "--model", "hf",
+           "--model_args", f"pretrained={model_dir},max_length={MAX_LEN}", "--tasks", "tm_mc,tm_ppl",
+           "--include_path", str(tmp_path), "--batch_size", "4", "--device", "cpu"]  # fmt: skip
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "tm_mc" in out.stdout and "tm_ppl" in out.stdout
+    assert re.search(r"lm_eval.HFLM._loglikelihood_tokens: [1-9]\d* accelerated, 0 fallback", out.stderr), out.stderr[
+        -2000:
+    ]
