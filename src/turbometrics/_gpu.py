@@ -528,13 +528,15 @@ class HeadFold:
     """Rows' running log-sum-exp on the device, one logits slice at a time (``lm_head`` on a GPU).
 
     The state is the CPU fold's (max, sum, NaN/+inf count, target logit) in
-    float64, on the device until ``result`` brings it to the host.
+    float64, on the device until ``result`` brings it to the host. With
+    ``greedy`` the slices are folded by ``score_rows`` (float64 throughout, as
+    the CPU's ``_dense.score_rows``) and each row's first argmax is kept too
+    (-1 until a row holds a value above -inf).
     """
 
     def __init__(self, targets: np.ndarray, greedy: bool = False):
-        if greedy:
-            raise NotImplementedError("the GPU fold does not keep the argmax yet")
         self.targets = np.ascontiguousarray(targets, dtype=np.int64)
+        self.greedy = greedy
         self.state: tuple | None = None
         self.t_dev = None
         self.rows: Rows | None = None  # the first slice's: its stream carries the state
@@ -551,11 +553,11 @@ class HeadFold:
                 _upload(rows, np.zeros(n)),
                 _upload(rows, np.zeros(n, np.int64)),
                 _upload(rows, np.zeros(n)),
-            )
-        _launch_rows("fold_rows", rows, self.t_dev, v0, *self.state)
+            ) + ((_upload(rows, np.full(n, -1, np.int64)),) if self.greedy else ())
+        _launch_rows("score_rows" if self.greedy else "fold_rows", rows, self.t_dev, v0, *self.state)
 
     def result(self) -> tuple:
-        """(max, sum, bad, target logit) as host arrays."""
+        """(max, sum, bad, target logit), and the first argmax with ``greedy``, as host arrays."""
         assert self.rows is not None and self.state is not None, "result() before any add()"
         return tuple(_back(a, self.rows.stream) for a in self.state)
 

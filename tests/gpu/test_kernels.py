@@ -280,6 +280,121 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
         )
 
 
+SCORE_V, SCORE_WIDTH = 700, 300  # slices [0, 300), [300, 600) and a ragged [600, 700)
+# (row, first column, end column, value) written into the scaled logits; the comments name what a row tests,
+# with the simulator's groups (32 lanes a warp, TPB = 64) in mind
+SCORE_EDITS = [
+    (0, 250, 251, 50.0),  # a tie across slices: the first slice's max stays the argmax
+    (0, 350, 351, 50.0),
+    (0, 650, 651, 50.0),
+    (1, 100, 101, 49.0),  # an earlier slice's max, beaten
+    (1, 305, 306, 50.0),  # slice 1 columns 5, 37, 69 (one lane's tile with 32 lanes), 100 (a lower lane),
+    (1, 337, 338, 50.0),  # 133 (the same lane's next tile), 261 (its single steps with 64 lanes)
+    (1, 369, 370, 50.0),
+    (1, 400, 401, 50.0),
+    (1, 433, 434, 50.0),
+    (1, 561, 562, 50.0),
+    (2, 100, 101, 59.0),  # the max in the ragged last slice, tied there
+    (2, 650, 651, 60.0),
+    (2, 699, 700, 60.0),
+    (3, 420, 421, float("nan")),  # a NaN row
+    (4, 10, 11, float("inf")),  # a +inf row
+    (5, 0, 300, -float("inf")),  # a slice of -inf only, then -inf entries beside the max
+    (5, 600, 650, -float("inf")),
+    (6, 0, SCORE_V, -float("inf")),  # -inf only: NaN, its argmax never set
+    (9, 3, 4, -float("inf")),
+    (9, 333, 334, -float("inf")),
+]
+
+
+def _score_map():
+    """A logit_map for the head's slices (given in order): scaled by 0.3 (fractions; equal logits stay equal)
+    and SCORE_EDITS written."""
+    seen = [0]
+
+    def edit(x):
+        v0, width = seen[0], x.shape[1]
+        seen[0] += width
+        x = x * 0.3
+        for r, c0, c1, val in SCORE_EDITS:
+            lo, hi = max(c0, v0), min(c1, v0 + width)
+            if lo < hi:
+                x[r, lo - v0 : hi - v0] = val
+        return x
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "dtype,layouts",
+    [("float32", (0, 10**9)), ("bfloat16", (10**9,)), ("float16", (10**9,)), ("float64", (0,))],
+)
+def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
+    """The LM head's slices folded by score_rows (greedy=True: float64 throughout, the first argmax) against the
+    CPU's _dense.score_rows: the NLLs to 1e-12, the greedy flags and the fold's state (argmax included) equal.
+    Exact ties within a thread's tile, across lanes, across slices; duplicated weight rows; NaN, +inf and -inf
+    rows; -inf entries; a ragged last slice. The head's inputs are small integers, so that every dtype and
+    device makes the same logits (many of them tied). Layouts: a block per row (0), a warp per row (10**9); each
+    simulated block takes a while, hence both only for float32."""
+    import torch
+    import torch.nn.functional as F
+
+    from turbometrics import _gpu, lm_head
+
+    on = (lambda a: a.cuda()) if torch.cuda.is_available() else (lambda a: a)
+    dt = getattr(torch, dtype)
+    n = 10
+    h = torch.from_numpy(rng.integers(-1, 2, (n, 16))).to(dt)
+    w = torch.from_numpy(rng.integers(-1, 2, (SCORE_V, 16))).to(dt)
+    b = torch.from_numpy(rng.integers(-1, 2, SCORE_V)).to(dt)
+    w[20] = w[21] = h[7]  # duplicated rows: row 7's max (its largest dot product, the largest bias), tied in a slice
+    w[290] = w[310] = h[8]  # row 8's, tied across slices
+    b[[20, 21, 290, 310]] = 2
+    starts = range(0, SCORE_V, SCORE_WIDTH)
+    edit = _score_map()
+    ref = torch.cat([edit(F.linear(h, w[v0 : v0 + SCORE_WIDTH], b[v0 : v0 + SCORE_WIDTH])) for v0 in starts], 1)
+    t = np.array([250, 337, 699, 0, 5, 0, 0, 21, 290, 0])
+    t[[5, 9]] = ref[[5, 9]].argmax(1).numpy()  # torch.argmax: the first maximal index
+    greedy = np.array([1, 0, 0, 1, 0, 1, 1, 0, 1, 1], bool)  # NaN rows (3, 4, 6): greedy only for target 0
+    bad = np.isin(np.arange(n), (3, 4))
+    rows = np.arange(n)
+    cpu = lm_head._rows_torch(h, w, b, rows, t, SCORE_WIDTH, 1, _score_map(), greedy=True)
+    np.testing.assert_array_equal(cpu[1], greedy)
+    finite = ~np.isin(np.arange(n), (3, 4, 6))
+    oracle = -torch.log_softmax(ref.double(), 1)[rows, t].numpy()
+    np.testing.assert_allclose(cpu[0][finite], oracle[finite], rtol=1e-12)
+    assert np.isnan(cpu[0][~finite]).all()
+
+    def state(fold, on_=lambda a: a):
+        edit = _score_map()
+        with torch.no_grad():
+            for v0 in starts:
+                fold.add(on_(edit(F.linear(h, w[v0 : v0 + SCORE_WIDTH], b[v0 : v0 + SCORE_WIDTH]))), v0)
+        return fold.result()
+
+    M, S, flag, tl, arg = state(lm_head._CpuFold(t, 1, greedy=True))
+    np.testing.assert_array_equal(arg[[0, 1, 2, 6, 7, 8]], [250, 305, 650, -1, 20, 290])
+    for warp_row_max in layouts:
+        monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", warp_row_max)
+        got = lm_head._rows_torch(on(h), on(w), on(b), rows, t, SCORE_WIDTH, 1, _score_map(), on_gpu=True, greedy=True)
+        np.testing.assert_allclose(got[0], cpu[0], rtol=1e-12)  # NaN where the CPU has NaN
+        np.testing.assert_array_equal(got[1], cpu[1])
+        gM, gS, gflag, gtl, garg = state(_gpu.HeadFold(t, greedy=True), on)
+        assert garg.dtype == np.int64 and len(garg) == n
+        np.testing.assert_array_equal(gflag.astype(bool), bad)
+        np.testing.assert_array_equal(flag.astype(bool), bad)
+        ok = ~bad  # the CPU stops folding a row at its first NaN/+inf, the GPU folds on: only the flag counts
+        np.testing.assert_array_equal(garg[ok], arg[ok])
+        np.testing.assert_array_equal(gM[ok], M[ok])
+        np.testing.assert_allclose(gS[ok], S[ok], rtol=1e-13)
+        np.testing.assert_array_equal(gtl, tl)
+    if torch.cuda.is_available():  # the public function on CUDA tensors
+        got = tm.token_scores_from_hidden(on(h), on(w), t, on(b), chunk=SCORE_WIDTH, logit_map=_score_map())
+        want = tm.token_scores_from_hidden(h, w, t, b, chunk=SCORE_WIDTH, logit_map=_score_map())
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        np.testing.assert_array_equal(got[1], want[1])
+
+
 def _token_batch(rng, b=5, vocab=6, width=14):
     """Token IDs with repeats (a small vocabulary), an empty hypothesis and padding (-1)."""
     hyp = np.full((b, width), -1, np.int64)

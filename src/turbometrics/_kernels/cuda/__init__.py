@@ -6,8 +6,8 @@ Importing this package needs numba-cuda (``pip install "turbometrics[cuda]"``);
 - ``device``: the launch constants (``TPB``, ``SIM``, the WIDEN_* codes) and the device primitives the row
   kernels share (bit casts, row reads, warp/block reductions), their simulator variants chosen at import.
 - ``rows``: the row kernels, each made by a cached factory over its specialisation:
-  ``nll_rows(widen, group)``, ``fold_rows(widen, group)``, ``rank_rows(widen, group)``,
-  ``topk_rows(widen, blocks)``; e.g. ``nll_rows(WIDEN_F32, 32)[grid, TPB, stream](...)``.
+  ``nll_rows(widen, group)``, ``fold_rows(widen, group)``, ``score_rows(widen, group)``,
+  ``rank_rows(widen, group)``, ``topk_rows(widen, blocks)``; e.g. ``nll_rows(WIDEN_F32, 32)[grid, TPB, stream](...)``.
 - ``text``: the token kernels ``lcs_pairs`` and ``ngram_matches`` (plain kernels: nothing to specialise).
 
 Callers use the names re-exported here; ``_gpu`` reads the shared-memory limits (``LCS_SHARED_MAX``,
@@ -25,6 +25,7 @@ from .rows import (
     fold_rows,
     nll_rows,
     rank_rows,
+    score_rows,
     topk_rows,
 )
 from .text import LCS_SHARED_MAX, MAX_GPU_ORDER, NGRAM_SHARED_MAX, lcs_pairs, ngram_matches
@@ -51,5 +52,6 @@ __all__ = [
     "ngram_matches",
     "nll_rows",
     "rank_rows",
+    "score_rows",
     "topk_rows",
 ]

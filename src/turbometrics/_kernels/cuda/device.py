@@ -44,6 +44,19 @@ def merge(m1, s1, m2, s2):
     return m2, s2 + s1 * math.exp(m1 - m2)
 
 
+INT64_MAX = np.int64(2**63 - 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _add(a, b):
+    return a + b
+
+
+@cuda.jit(device=True, inline=True)
+def _min(a, b):
+    return a if a <= b else b
+
+
 if SIM:
 
     @cuda.jit(device=True, inline=True)
@@ -63,13 +76,14 @@ if SIM:
         return int(np.array([v], np.float32).view(np.uint32)[0])
 
     @cache
-    def group_sum(G: int) -> Any:
-        """gsum(v, buf): the sum of v over each group of G threads (G = 32 or TPB; buf: shared int64[TPB]),
-        which every member gets; every thread of the block must call it."""
+    def _group_fold(G: int, op: Any, identity: int) -> Any:
+        """gfold(v, buf): ``op`` (associative and commutative, ``identity`` its neutral element) over each
+        group of G threads (G = 32 or TPB; buf: shared int64[TPB]), which every member gets; every thread of
+        the block must call it."""
 
         @cuda.jit(device=True, inline=True)
-        def gsum(v, buf):
-            """Sum over each group of G threads (buf: shared int64[TPB]); every member gets it."""
+        def gfold(v, buf):
+            """``op`` over each group of G threads (buf: shared int64[TPB]); every member gets it."""
             t = cuda.threadIdx.x
             base, lane = t - t % G, t % G
             buf[t] = v
@@ -77,14 +91,14 @@ if SIM:
             h = G // 2
             while h > 0:
                 if lane < h:
-                    buf[t] += buf[t + h]
+                    buf[t] = op(buf[t], buf[t + h])
                 cuda.syncthreads()
                 h //= 2
             r = buf[base]
             cuda.syncthreads()
             return r
 
-        return gsum
+        return gfold
 
     @cache
     def group_lse_merge(G: int) -> Any:
@@ -132,13 +146,17 @@ else:
     def f32_bits(v):
         return int64(cuda.libdevice.float_as_int(v)) & FULL
 
-    @cuda.jit(device=True, inline=True)
-    def _warp_sum(v):
-        off = 16
-        while off > 0:  # butterfly: every lane ends with the total
-            v += cuda.shfl_xor_sync(FULL, v, off)
-            off //= 2
-        return v
+    @cache
+    def _warp_fold(op: Any) -> Any:
+        @cuda.jit(device=True, inline=True)
+        def wfold(v):
+            off = 16
+            while off > 0:  # butterfly: every lane ends with the total
+                v = op(v, cuda.shfl_xor_sync(FULL, v, off))
+                off //= 2
+            return v
+
+        return wfold
 
     @cuda.jit(device=True, inline=True)
     def _warp_lse(m, s):
@@ -149,28 +167,30 @@ else:
         return m, s
 
     @cache
-    def group_sum(G: int) -> Any:
-        """gsum(v, buf): the sum of v over each group of G threads (G = 32 or TPB; buf: shared int64[TPB]),
-        which every member gets; every thread of the block must call it."""
+    def _group_fold(G: int, op: Any, identity: int) -> Any:
+        """gfold(v, buf): ``op`` (associative and commutative, ``identity`` its neutral element) over each
+        group of G threads (G = 32 or TPB; buf: shared int64[TPB]), which every member gets; every thread of
+        the block must call it."""
+        wfold = _warp_fold(op)
         if G == 32:
 
             @cuda.jit(device=True, inline=True)
-            def wsum(v, buf):
-                return _warp_sum(v)
+            def wgroup(v, buf):
+                return wfold(v)
 
-            return wsum
+            return wgroup
 
         @cuda.jit(device=True, inline=True)
-        def bsum(v, buf):
-            """Block sum: warp shuffles, then one shared slot per warp."""
+        def bgroup(v, buf):
+            """Over the block: warp shuffles, then one shared slot per warp."""
             t = cuda.threadIdx.x
             lane, w = t % 32, t // 32
-            v = _warp_sum(v)
+            v = wfold(v)
             if lane == 0:
                 buf[w] = v
             cuda.syncthreads()
             if w == 0:
-                v = _warp_sum(buf[lane] if lane < WARPS else int64(0))
+                v = wfold(buf[lane] if lane < WARPS else int64(identity))
                 if lane == 0:
                     buf[0] = v
             cuda.syncthreads()
@@ -178,7 +198,7 @@ else:
             cuda.syncthreads()
             return r
 
-        return bsum
+        return bgroup
 
     @cache
     def group_lse_merge(G: int) -> Any:
@@ -216,6 +236,17 @@ else:
             return rm, rs
 
         return blse
+
+
+def group_sum(G: int) -> Any:
+    """gsum(v, buf): the sum of int64 v over each group of G threads (G = 32 or TPB; buf: shared int64[TPB]),
+    which every member gets; every thread of the block must call it."""
+    return _group_fold(G, _add, 0)
+
+
+def group_min(G: int) -> Any:
+    """gmin(v, buf): ``group_sum``'s minimum."""
+    return _group_fold(G, _min, INT64_MAX)
 
 
 @cuda.jit(device=True, inline=True)

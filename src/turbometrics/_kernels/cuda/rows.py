@@ -1,9 +1,12 @@
-"""The row kernels: NLL, the LM head's slice fold, ranks (a group of threads per row), top-k (a block per row).
+"""The row kernels: NLL, the LM head's slice fold and its score variant, ranks (a group of threads per row),
+top-k (a block per row).
 
-``nll_rows``, ``fold_rows`` and ``rank_rows`` run ``group`` threads on one row: TPB (a block per row, for long
-rows) or 32 (a warp per row, TPB // 32 rows per block, for short ones); ``topk_rows`` is always a block per row.
+``nll_rows``, ``fold_rows``, ``score_rows`` and ``rank_rows`` run ``group`` threads on one row: TPB (a block per
+row, for long rows) or 32 (a warp per row, TPB // 32 rows per block, for short ones); ``topk_rows`` is always a
+block per row.
 Each is made by a cached factory over what it is specialised for: the element widening (WIDEN_*: f16/f32 ->
-f32, bf16 bits -> f32, f64 -> f64), the group, top-k's launch bounds.
+f32, bf16 bits -> f32, f64 -> f64; ``score_rows`` takes every element on to float64), the group, top-k's
+launch bounds.
 
 Semantics are the CPU path's exactly: NaN ranks above every number and ties
 with NaN, ties broken by index as documented in ``turbometrics.classification``,
@@ -21,6 +24,7 @@ from numba import cuda, float32, float64, int32, int64, uint64
 
 from .device import (
     FULL,
+    INT64_MAX,
     SIM,
     TPB,
     WIDEN_BF16_PAIRS,
@@ -29,6 +33,7 @@ from .device import (
     f32_bits,
     fast_expf,
     group_lse_merge,
+    group_min,
     group_sum,
     hi_bf16,
     lo_bf16,
@@ -83,10 +88,24 @@ def target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n):
 
 
 @cache
-def _lse_steps(widen: int) -> tuple[Any, Any]:
-    """lse_step and lse_tile in the math type of ``widen``."""
-    neg = _minus_inf(widen)
-    exp_ = exp_f64 if widen == WIDEN_F64 else fast_expf
+def _wide_loader(widen: int) -> Any:
+    """``loader(widen)``'s element as float64."""
+    load = loader(widen)
+
+    @cuda.jit(device=True, inline=True)
+    def load64(x, r, j):
+        return float64(load(x, r, j))
+
+    return load64
+
+
+@cache
+def _lse_steps(widen: int, exact: bool = False) -> tuple[Any, Any]:
+    """lse_step and lse_tile in the math type of ``widen``, or in float64 with ``exact`` (float64 elements in,
+    each exp in float64)."""
+    wide = exact or widen == WIDEN_F64
+    neg = _minus_inf(WIDEN_F64 if wide else widen)
+    exp_ = exp_f64 if wide else fast_expf
 
     @cuda.jit(device=True, inline=True)
     def lse_step(v, m, s, bad):
@@ -123,13 +142,20 @@ def _lse_steps(widen: int) -> tuple[Any, Any]:
 
 
 @cache
-def _group_lse(widen: int, group: int) -> Any:
-    """group_lse(x, r, lane, n, active): row r's log-sum-exp over a group of threads."""
+def _group_lse(widen: int, group: int, score: bool = False) -> Any:
+    """group_lse(x, r, lane, n, active): row r's log-sum-exp over a group of threads; with ``score``,
+    group_score(x, r, lane, n, active): the same in float64 throughout (every element widened, every exp in
+    float64) with the row's first argmax.
+
+    The score variant carries the argmax in a read loop and a merge of its own around the same steps:
+    threading it through row_lse, even unused there, changed the code nll_rows and fold_rows compile to."""
     G = group
     PAIRS = widen == WIDEN_BF16_PAIRS
-    neg = _minus_inf(widen)
-    load, gsum, glse = loader(widen), group_sum(G), group_lse_merge(G)
-    lse_step, lse_tile = _lse_steps(widen)
+    assert not (score and PAIRS), "score rows are read an element a load"
+    neg = _minus_inf(WIDEN_F64 if score else widen)
+    load = _wide_loader(widen) if score else loader(widen)
+    gsum, gmin, glse = group_sum(G), group_min(G), group_lse_merge(G)
+    lse_step, lse_tile = _lse_steps(widen, score)
 
     @cuda.jit(device=True, inline=True)
     def row_lse_pairs(x, r, lane, m, s, bad):
@@ -181,7 +207,46 @@ def _group_lse(widen: int, group: int) -> Any:
         M, S = glse(float64(m), s, bm, bs)
         return M, S, bad
 
-    return group_lse
+    @cuda.jit(device=True, inline=True)
+    def row_score(x, r, lane, n, m, s, bad, a):
+        """row_lse keeping a, the index of this thread's first element equal to its max m: its elements come in
+        index order, so a later tile or element takes a only when it raises the max."""
+        j = lane
+        while j + 3 * G < n:
+            v0, v1, v2, v3 = load(x, r, j), load(x, r, j + G), load(x, r, j + 2 * G), load(x, r, j + 3 * G)
+            top = m
+            m, s, bad = lse_tile(v0, v1, v2, v3, m, s, bad)
+            if m > top:  # the tile's first element equal to the new max
+                a = j if v0 == m else j + G if v1 == m else j + 2 * G if v2 == m else j + 3 * G
+            j += 4 * G
+        while j < n:
+            top = m
+            m, s, bad = lse_step(load(x, r, j), m, s, bad)
+            if m > top:
+                a = j
+            j += G
+        return m, s, bad, a
+
+    @cuda.jit(device=True, inline=True)
+    def group_score(x, r, lane, n, active):
+        """group_lse's (max, sum, bad count) in float64 throughout, and the least index holding the max (-1 when
+        the max is -inf); every thread must call it, ``active`` ones read the row."""
+        m = neg
+        s = 0.0
+        bad = int64(0)
+        a = int64(-1)
+        if active:
+            m, s, bad, a = row_score(x, r, lane, n, m, s, bad, a)
+        bm = cuda.shared.array(TPB, float64)
+        bs = cuda.shared.array(TPB, float64)
+        bi = cuda.shared.array(TPB, int64)
+        bad = gsum(bad, bi)
+        M, S = glse(m, s, bm, bs)
+        # glse's max is one thread's own m: the least index among the threads that hold it
+        a = gmin(a if m == M and m > neg else INT64_MAX, bi)
+        return M, S, bad, a
+
+    return group_score if score else group_lse
 
 
 @cache
@@ -235,6 +300,34 @@ def fold_rows(widen: int, group: int = TPB) -> Any:
                 target_logit[r] = float64(load(x, r, j))
 
     return fold_rows
+
+
+@cache
+def score_rows(widen: int, group: int = TPB) -> Any:
+    """The ``score_rows`` kernel for one widening and group (see the module's docstring)."""
+    load, row_of, group_score = loader(widen), _row_of(widen, group), _group_lse(widen, group, True)
+
+    @cuda.jit
+    def score_rows(x, targets, v0, run_m, run_s, run_bad, target_logit, run_arg):
+        """``fold_rows`` in float64 throughout (each element widened, each exp in float64: a log-probability
+        carries no float exp's error), keeping each row's first argmax: run_arg[r] (-1 until the row holds
+        a value above -inf) becomes v0 + the slice's first maximal index when the slice's max beats the row's
+        so far, so ties go to the lowest index, as torch.argmax. The CPU's ``_dense.score_rows`` keeps the
+        same state.
+        """
+        lane, r, rows, n = row_of(x)
+        t = targets[r] if r < rows else int64(-1)
+        M, S, bad, a = group_score(x, r, lane, n, r < rows)
+        if lane == 0 and r < rows:
+            if M > run_m[r]:  # before the merge: a tie with an earlier slice's max keeps that one
+                run_arg[r] = v0 + a
+            run_m[r], run_s[r] = merge(run_m[r], run_s[r], M, S)
+            run_bad[r] += bad
+            j = t - v0
+            if 0 <= j < n:
+                target_logit[r] = float64(load(x, r, j))
+
+    return score_rows
 
 
 @cuda.jit(device=True, inline=True)
