@@ -61,11 +61,11 @@ typedef bool (*ScoreFn)(const char* row, int64_t V, int64_t v0, double& M, doubl
 typedef int64_t (*RankFn)(const char* row, int64_t V, int64_t target, bool before_ge, bool after_ge);
 struct Kernels {
   const char* name;
-  NllFn nll[4];     // by dtype code, floating point only
-  FoldFn fold[4];   // by dtype code, floating point only
-  ScoreFn score[4]; // by dtype code, floating point only
-  TopkFn topk[12];  // by dtype code
-  RankFn rank[12];  // by dtype code
+  NllFn nll[4];      // by dtype code, floating point only
+  FoldFn fold[4];    // by dtype code, floating point only
+  ScoreFn score[4];  // by dtype code, floating point only
+  TopkFn topk[12];   // by dtype code
+  RankFn rank[12];   // by dtype code
 };
 
 static TM_INLINE float bits_f32(uint32_t u) {

@@ -234,9 +234,8 @@ template <class K, bool CLAMP, class S> static TM_INLINE double block_sum_exp(co
 // Fold one block into the row's running (max M, sum S of e^(x - M)); false if
 // the block holds +inf or NaN. With arg, *arg becomes the index (at + i) of the block's first maximal
 // element when that beats every earlier block's max: a row's first argmax, as torch.argmax breaks ties.
-template <class K, class Src>
-static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, double& S, int64_t* arg = nullptr,
-                                int64_t at = 0) {
+template <class K, class Src> static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, double& S,
+                                                              int64_t* arg = nullptr, int64_t at = 0) {
   constexpr int W = Pack<K>::LANES;
   const K inf = std::numeric_limits<K>::infinity();
   Pack<K> hi = splat<K>(-inf), lo = splat<K>(inf);
@@ -280,9 +279,8 @@ static TM_INLINE bool block_lse(const Block<K>& b, const Src* next, double& M, d
 // A whole row from M = -inf, S = 0 is row_nll's log-sum-exp; slices of a row folded in turn carry it
 // across slices (the LM head's logits, a vocabulary slice at a time). TABLE: 16-bit values are summed
 // from the exp table (as row_nll does, with M = 0) while that sum is a normal double.
-template <class L, bool TABLE>
-static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum, int64_t* arg = nullptr,
-                               int64_t v0 = 0) {
+template <class L, bool TABLE> static TM_INLINE bool row_fold(const char* row, int64_t V, double& M, double& sum,
+                                                              int64_t* arg = nullptr, int64_t v0 = 0) {
   using S = typename L::S;
   using K = typename L::K;
   constexpr int W = Pack<K>::LANES;
