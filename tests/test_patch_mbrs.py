@@ -78,8 +78,8 @@ def test_64_x_64_matrices_rows_and_corpus_scores(wmt17, name):
     def run(metric):
         return [
             metric.pairwise_scores(cands, cands),  # MBR: the candidates are their own pseudo-references
-            metric.pairwise_scores(cands, refs),
-            metric.pairwise_scores(cands[:7], refs[:64]),
+            metric.pairwise_scores(cands, refs[:16]),  # (TER's unpatched matrices take seconds)
+            metric.pairwise_scores(cands[:7], refs),
             metric.expected_scores(cands, list(cands)),  # the decoders' call (equal lists, not the same)
             metric.scores(cands, refs),
             metric.corpus_score(cands, [refs]),
