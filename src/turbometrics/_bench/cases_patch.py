@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import random
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .case import Case, Impl, have
+from .cases_pairwise import _two_systems
 from .data import _lm_data, wmt17_tiled
 
 
@@ -36,6 +39,7 @@ _MODULES = {
     "rouge-score": "rouge_score",
     "scikit-learn": "sklearn",
     "torchmetrics": "torchmetrics",
+    "mbrs": "mbrs",
 }
 
 
@@ -158,6 +162,53 @@ def torchmetrics_perplexity_case(n: int, v: int) -> Case:
     return _case(f"torchmetrics Perplexity update + compute f32 ({n:,}, {v:,})", setup, fn, "torchmetrics")
 
 
+# mbrs 0.1.8's neural metrics, which `import mbrs.metrics` imports with the rest, and the class each defines
+_MBRS_NEURAL = {
+    "bertscore": "MetricBERTScore",
+    "bleurt": "MetricBLEURT",
+    "comet": "MetricCOMET",
+    "cometkiwi": "MetricCOMETkiwi",
+    "metricx": "MetricMetricX",
+    "xcomet": "MetricXCOMET",
+}
+
+
+def mbrs_metrics() -> Any:
+    """``mbrs.metrics``. Where its neural metrics do not import (mbrs 0.1.8's need bert-score, bleurt-pytorch,
+    unbabel-comet and transformers < 5, which pins torchmetrics < 0.11 and NumPy < 2; installed with
+    ``--no-deps``, as pyproject.toml says), each of those modules is an empty stand-in, so that the BLEU,
+    chrF and TER modules, mbrs' own, import."""
+    try:
+        import mbrs.metrics
+
+        return mbrs.metrics
+    except ImportError:
+        pass
+    for name in [n for n in sys.modules if n == "mbrs.metrics" or n.startswith("mbrs.metrics.")]:
+        del sys.modules[name]  # what the failed import left
+    for module, cls in _MBRS_NEURAL.items():
+        stand_in = types.ModuleType(f"mbrs.metrics.{module}", f"a stand-in: mbrs' {cls} does not import here")
+        setattr(stand_in, cls, None)
+        sys.modules[stand_in.__name__] = stand_in
+    import mbrs.metrics
+
+    return mbrs.metrics
+
+
+def mbrs_pairwise_case(data_dir: str, metric: str, n: int) -> Case:
+    """MBR decoding's score matrix in mbrs (``expected_scores`` calls ``pairwise_scores``), with mbrs'
+    default configuration (8 worker processes): n WMT17 segments of one system against n of another."""
+
+    def setup():
+        cls = getattr(mbrs_metrics(), f"Metric{metric}")
+        return {"metric": cls(cls.Config()), **_two_systems(n, data_dir)}
+
+    def fn(d):
+        return d["metric"].pairwise_scores(d["a"], d["b"])
+
+    return _case(f"mbrs Metric{metric}.pairwise_scores, {n:,} x {n:,} WMT17 segments", setup, fn, "mbrs")
+
+
 def cases(quick: bool, data_dir: str | None) -> list[Case]:
     """The patch cases whose libraries are installed (text cases need the shared data)."""
     out = []
@@ -169,4 +220,6 @@ def cases(quick: bool, data_dir: str | None) -> list[Case]:
         out.append(sklearn_topk_case(*((20000, 1000) if quick else (100000, 1000))))
     if have("torchmetrics"):
         out.append(torchmetrics_perplexity_case(*((512, 32000) if quick else (4096, 128256))))
+    if data_dir and have("mbrs") and have("fastchrf"):
+        out += [mbrs_pairwise_case(data_dir, m, 64 if quick else 256) for m in ("BLEU", "ChrF", "TER")]
     return out

@@ -1,5 +1,5 @@
-"""Drop-in acceleration: existing code that calls sacrebleu, rouge-score, scikit-learn or torchmetrics
-runs on turbometrics' kernels, unchanged.
+"""Drop-in acceleration: existing code that calls sacrebleu, rouge-score, scikit-learn, torchmetrics or
+mbrs runs on turbometrics' kernels, unchanged.
 
 >>> import turbometrics as tm
 >>> tm.patch()            # doctest: +SKIP
@@ -28,6 +28,10 @@ What is rebound (the call sites inside the libraries, so names imported with
   dtype and on the device torchmetrics returns, where torchmetrics itself computes softmax, log and
   sum in the logits' dtype (float32 results about 1e-6 off, bfloat16 a few percent): the one place
   where the patched number differs from the original, on purpose.
+- mbrs 0.1.8: ``MetricBLEU``, ``MetricChrF`` and ``MetricTER``'s ``pairwise_scores`` (the MBR matrix the
+  decoders' ``expected_scores`` computes), ``scores`` and ``corpus_score``: the matrix in one call instead
+  of a process pool of sacrebleu sentence scores, returned as the same tensor (mbrs' dtype, float32 by
+  default). chrF with ``fastchrf=True`` and BLEU with ``effective_order=False`` run the original.
 
 Out of reach: subclasses that override the methods above (they run their own code; a subclass that
 only inherits is accelerated), and a library imported under another name from another path.
@@ -64,12 +68,12 @@ def calls() -> dict[tuple[str, str], int]:
 
 
 def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False) -> None:
-    """Run calls into sacrebleu, rouge-score, scikit-learn and torchmetrics on turbometrics' kernels.
+    """Run calls into sacrebleu, rouge-score, scikit-learn, torchmetrics and mbrs on turbometrics' kernels.
 
     Parameters
     ----------
     libraries : str or list of str, optional
-        Among ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"``
+        Among ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"``, ``"mbrs"``
         (default: every one of them that is installed). Libraries already imported
         are patched now; the others when they are imported.
     verbose : bool
@@ -92,8 +96,8 @@ def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False
     ``turbometrics.patch`` module docstring for what is rebound and what is out of
     reach). Calling ``patch`` again adds libraries; ``unpatch`` undoes all. An
     installed version the patch was not written for (sacrebleu 2.x, rouge-score
-    0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0) is left unpatched, with a
-    warning. ``TURBOMETRICS_PATCH_STRICT=1`` turns every fallback into a
+    0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0, mbrs 0.1.8) is left
+    unpatched, with a warning. ``TURBOMETRICS_PATCH_STRICT=1`` turns every fallback into a
     ``PatchFallbackError``. ``python -m turbometrics.patch script.py`` runs a script
     (or ``-m module``) with the patch on.
 
@@ -170,7 +174,7 @@ def is_patched(library: str | None = None) -> bool:
     Parameters
     ----------
     library : str, optional
-        ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"`` or ``"torchmetrics"``.
+        ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"`` or ``"mbrs"``.
 
     Returns
     -------

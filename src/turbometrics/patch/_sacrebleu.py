@@ -147,6 +147,11 @@ def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
             "_compute_f_score",
         ),
     )
+    return _rows(tm.metrics.CHRF(*chrf_options(self)), hyps, streams)
+
+
+def chrf_options(self: Any) -> tuple:
+    """A sacrebleu ``CHRF``'s options as our chrF takes them (``Fallback`` for those it does not take)."""
     opts = (self.char_order, self.word_order, self.beta)
     if (
         not all(type(v) is int for v in opts[:2])
@@ -156,24 +161,24 @@ def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
         or self.order != sum(opts[:2])
     ):
         raise Fallback(f"char_order, word_order, beta = {opts!r}")
-    metric = tm.metrics.CHRF(
-        self.char_order,
-        self.word_order,
-        self.beta,
-        bool(self.lowercase),
-        bool(self.whitespace),
-        bool(self.eps_smoothing),
-    )
-    return _rows(metric, hyps, streams)
+    return (*opts, bool(self.lowercase), bool(self.whitespace), bool(self.eps_smoothing))
 
 
 def _ter_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> list:
     from sacrebleu.metrics.ter import TER
-    from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
 
     import turbometrics as tm
 
     _check_methods(self, TER, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics"))
+    rows = _rows(tm.metrics.TER(*ter_options(self)), hyps, streams)
+    return [[int(edits), length] for edits, length in rows]  # sacrebleu's edits are ints
+
+
+def ter_options(self: Any) -> tuple[bool, bool, bool, bool]:
+    """A sacrebleu ``TER``'s options as our TER takes them (``Fallback`` unless its tokenizer is the
+    ``TercomTokenizer`` of those options)."""
+    from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
+
     tok = self.tokenizer
     opts = (self.normalized, self.no_punct, self.asian_support, self.case_sensitive)
     if type(tok) is not TercomTokenizer or opts != (
@@ -183,8 +188,7 @@ def _ter_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> 
         tok._case_sensitive,
     ):
         raise Fallback("tokenizer: not the TercomTokenizer of the metric's options")
-    rows = _rows(tm.metrics.TER(*map(bool, opts)), hyps, streams)
-    return [[int(edits), length] for edits, length in rows]  # sacrebleu's edits are ints
+    return (bool(opts[0]), bool(opts[1]), bool(opts[2]), bool(opts[3]))
 
 
 def _rows(metric: Any, hyps: list, refs: Any) -> list:
@@ -202,7 +206,11 @@ _ROWS = {"BLEU": _bleu_rows, "CHRF": _chrf_rows, "TER": _ter_rows}
 
 def statistics(site: Site, self: Any, hypotheses: Any, references: Any) -> list:
     """The per-segment statistics of ``hypotheses`` against ``references`` (or the cached references)."""
-    name = site.owner.__name__
+    return metric_statistics(site.owner.__name__, self, hypotheses, references)
+
+
+def metric_statistics(name: str, self: Any, hypotheses: Any, references: Any) -> list:
+    """``statistics`` for a metric of sacrebleu's class ``name`` ("BLEU", "CHRF", "TER")."""
     if references:  # sacrebleu's own test (and truthiness rules)
         streams, n, num_refs = _streams(references)
         cache = None

@@ -51,6 +51,7 @@ ROUGE_SCORE = Library("rouge_score", "rouge-score", "==0.1.2")
 SKLEARN = Library("sklearn", "scikit-learn", ">=1.3")
 TORCHMETRICS = Library("torchmetrics", "torchmetrics", ">=1")
 LM_EVAL = Library("lm_eval", "lm-eval", "==0.4.13")
+MBRS = Library("mbrs", "mbrs", "==0.1.8")
 
 
 def _sacrebleu_metric(module: str, cls: str) -> tuple[EntryPoint, ...]:
@@ -72,6 +73,16 @@ def _sacrebleu_metric(module: str, cls: str) -> tuple[EntryPoint, ...]:
             fast="_sacrebleu.reference_cache",
             label=f"sacrebleu.{cls} reference cache",
         ),
+    )
+
+
+def _mbrs_metric(module: str, cls: str) -> tuple[EntryPoint, ...]:
+    # mbrs runs pairwise_scores (which the decoders' expected_scores call) and scores as a process pool of
+    # sacrebleu sentence scores (chrF with fastchrf=True: the fastchrf package, left to it); corpus_score is
+    # sacrebleu's corpus score
+    return tuple(
+        EntryPoint(MBRS, module, f"{cls}.{method}", REBIND, fast=f"_mbrs.{method}", label=f"mbrs.{cls}.{method}")
+        for method in ("pairwise_scores", "scores", "corpus_score")
     )
 
 
@@ -157,6 +168,9 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         fast="_lm_eval.detect_batch_size",
         label="lm_eval.HFLM._detect_batch_size",
     ),
+    *_mbrs_metric("mbrs.metrics.bleu", "MetricBLEU"),
+    *_mbrs_metric("mbrs.metrics.chrf", "MetricChrF"),
+    *_mbrs_metric("mbrs.metrics.ter", "MetricTER"),
 )
 
 LIBRARIES = tuple(dict.fromkeys(e.library.name for e in ENTRY_POINTS))
