@@ -109,3 +109,32 @@ def nltk_punkt(monkeypatch):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261122)
+
+
+MBRS = ("mbrs==0.1.8", "fastchrf==0.2.1")
+
+
+def fetch_mbrs() -> str | None:
+    """Make mbrs importable: installed already, or fetched from the package index without its dependencies
+    into a folder of the system's temporary directory (once; a lock keeps xdist workers from racing), which
+    is added to sys.path and returned (for subprocesses' PYTHONPATH). No extra can hold mbrs 0.1.8: its
+    dependencies pin torchmetrics < 0.11, transformers < 5 and NumPy < 2 (pyproject.toml says so)."""
+    import fcntl
+    import importlib.util
+    import tempfile
+
+    if importlib.util.find_spec("mbrs") and importlib.util.find_spec("fastchrf"):
+        return None
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}-{os.getuid()}"
+    folder = Path(tempfile.gettempdir()) / f"turbometrics-tests-mbrs-0.1.8-{tag}"
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "mbrs").is_dir():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(folder), *MBRS],
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
+    sys.path.append(str(folder))
+    return str(folder)

@@ -1,5 +1,5 @@
-"""Drop-in acceleration: existing code that calls sacrebleu, rouge-score, scikit-learn, torchmetrics or
-mbrs runs on turbometrics' kernels, unchanged.
+"""Drop-in acceleration: existing code that calls sacrebleu, rouge-score, scikit-learn, torchmetrics, mbrs
+or lm-evaluation-harness runs on turbometrics' kernels, unchanged.
 
 >>> import turbometrics as tm
 >>> tm.patch()            # doctest: +SKIP
@@ -32,6 +32,10 @@ What is rebound (the call sites inside the libraries, so names imported with
   decoders' ``expected_scores`` computes), ``scores`` and ``corpus_score``: the matrix in one call instead
   of a process pool of sacrebleu sentence scores, returned as the same tensor (mbrs' dtype, float32 by
   default). chrF with ``fastchrf=True`` and BLEU with ``effective_order=False`` run the original.
+- lm-evaluation-harness 0.4.13: ``HFLM._loglikelihood_tokens`` (every ``loglikelihood`` and
+  ``loglikelihood_rolling`` request of a causal Hugging Face model) through the fused LM head, with no
+  (batch, length, vocabulary) logits or log-softmax, and ``HFLM._detect_batch_size`` (``batch_size="auto"``)
+  sized by that path. Log-probabilities in float64 throughout (see ``turbometrics.lm_eval``).
 
 Out of reach: subclasses that override the methods above (they run their own code; a subclass that
 only inherits is accelerated), and a library imported under another name from another path.
@@ -68,12 +72,12 @@ def calls() -> dict[tuple[str, str], int]:
 
 
 def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False) -> None:
-    """Run calls into sacrebleu, rouge-score, scikit-learn, torchmetrics and mbrs on turbometrics' kernels.
+    """Run calls into sacrebleu, rouge-score, scikit-learn, torchmetrics, mbrs and lm-eval on our kernels.
 
     Parameters
     ----------
     libraries : str or list of str, optional
-        Among ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"``, ``"mbrs"``
+        Among ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"``, ``"mbrs"``, ``"lm_eval"``
         (default: every one of them that is installed). Libraries already imported
         are patched now; the others when they are imported.
     verbose : bool
@@ -96,7 +100,7 @@ def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False
     ``turbometrics.patch`` module docstring for what is rebound and what is out of
     reach). Calling ``patch`` again adds libraries; ``unpatch`` undoes all. An
     installed version the patch was not written for (sacrebleu 2.x, rouge-score
-    0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0, mbrs 0.1.8) is left
+    0.1.2, scikit-learn >= 1.3, torchmetrics >= 1.0, mbrs 0.1.8, lm-eval 0.4.13) is left
     unpatched, with a warning. ``TURBOMETRICS_PATCH_STRICT=1`` turns every fallback into a
     ``PatchFallbackError``. ``python -m turbometrics.patch script.py`` runs a script
     (or ``-m module``) with the patch on.
@@ -174,7 +178,7 @@ def is_patched(library: str | None = None) -> bool:
     Parameters
     ----------
     library : str, optional
-        ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"`` or ``"mbrs"``.
+        ``"sacrebleu"``, ``"rouge_score"``, ``"sklearn"``, ``"torchmetrics"``, ``"mbrs"`` or ``"lm_eval"``.
 
     Returns
     -------

@@ -26,8 +26,8 @@ def report() -> None:
 
 USAGE = f"""usage: python -m turbometrics.patch [-v] [--report] [--only LIB[,LIB]] (script.py | -m MODULE) [args...]
 
-Run a Python script or module with calls into sacrebleu, rouge-score, scikit-learn, torchmetrics and
-mbrs accelerated by turbometrics (the same results).
+Run a Python script or module with calls into sacrebleu, rouge-score, scikit-learn, torchmetrics, mbrs
+and lm-evaluation-harness accelerated by turbometrics (the same results).
 
   -v, --verbose     log every patched call (accelerated, or fallback and why)
   --report          at exit, print how many calls of each entry point ran accelerated or fell back
