@@ -14,11 +14,10 @@ import textwrap
 import pytest
 import sacrebleu
 import torch
+from conftest import fetch_mbrs
 
 import turbometrics as tm
 from turbometrics.patch import PatchFallbackError, calls
-
-from conftest import fetch_mbrs
 
 FETCHED = fetch_mbrs()  # from the package index when not installed (no extra can hold mbrs: conftest.py)
 
