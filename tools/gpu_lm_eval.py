@@ -1,0 +1,90 @@
+"""Issue 40's GPU figures: lm-evaluation-harness's HFLM log-likelihoods on CUDA, patched against its own.
+
+    python tools/gpu_lm_eval.py [batch] [length] [auto_max]    # default 32 x 2,048, auto from 4,096
+
+A two-layer Llama-style model (d=512, untied head, bfloat16) over V=128,256 on the GPU; one batch of
+requests of every position scored (rolling) and of 12 answer tokens (multiple choice), each run through
+``HFLM._loglikelihood_tokens`` unpatched and under ``tm.patch(["lm_eval"])``: seconds (CUDA synchronised),
+peak CUDA memory added, the largest relative difference of the log-likelihoods and of is_greedy; then the
+batch that ``batch_size="auto"`` picks (``max_batch_size=auto_max``) with and without the patch. Needs lm-eval
+0.4.13 and accelerate importable (carry their wheels to the device machine).
+"""
+
+import sys
+import time
+
+import lm_eval.models.huggingface as hf
+import numpy as np
+import torch
+import transformers
+
+import turbometrics as tm
+from turbometrics._bench.cases_lm_eval import _tokenizer
+
+batch = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+length = int(sys.argv[2]) if len(sys.argv) > 2 else 2048
+auto_max = int(sys.argv[3]) if len(sys.argv) > 3 else 4096  # batch_size="auto" starts here
+V = 128256
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(
+    vocab_size=V, hidden_size=512, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=8,
+    num_key_value_heads=8, max_position_embeddings=length + 1, tie_word_embeddings=False,
+)  # fmt: skip
+GPU = torch.cuda.is_available()  # without one (a dry run of the script's logic): the CPU, no memory figures
+model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).to("cuda" if GPU else "cpu").eval()
+print(torch.cuda.get_device_name() if GPU else "no GPU: a dry run on the CPU", "torch", torch.__version__, flush=True)
+
+
+def requests(cont: int) -> list:
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(batch):
+        ids = [int(t) for t in rng.integers(1, V, length)]
+        out.append((("", ""), ids[: length - cont], ids[length - cont :]))
+    return out
+
+
+def run(lm, reqs, patched: bool):
+    """(answers, seconds, peak CUDA bytes added)."""
+    if patched:
+        tm.patch(["lm_eval"])
+    try:
+        if GPU:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated() if GPU else 0
+        t0 = time.perf_counter()
+        out = lm._loglikelihood_tokens(reqs, disable_tqdm=True)
+        if GPU:
+            torch.cuda.synchronize()
+        return out, time.perf_counter() - t0, (torch.cuda.max_memory_allocated() - base) if GPU else 1
+    finally:
+        tm.unpatch()
+
+
+lm = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size=batch, max_length=length)
+for kind, cont in (("rolling", length - 1), ("choice", 12)):
+    reqs = requests(cont)
+    for patched in (False, True):  # a warm-up of each, then the measured run
+        run(lm, reqs, patched)
+    theirs, t_theirs, m_theirs = run(lm, reqs, False)
+    ours, t_ours, m_ours = run(lm, reqs, True)
+    a, b = np.array([x for x, _ in ours]), np.array([x for x, _ in theirs])
+    same_greedy = [g for _, g in ours] == [g for _, g in theirs]
+    print(
+        f"{kind} {batch} x {length}: lm-eval {t_theirs:.3f} s +{m_theirs / 2**30:.2f} GiB; patched {t_ours:.3f} s "
+        f"+{m_ours / 2**30:.2f} GiB ({t_theirs / t_ours:.1f}x faster, {m_ours / m_theirs:.3f} of the memory); "
+        f"loglikelihood max rel diff {np.max(np.abs(a / b - 1)):.2e} (bf16 logits, default softmax dtype); "
+        f"is_greedy same: {same_greedy}",
+        flush=True,
+    )
+
+auto = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size="auto", max_batch_size=auto_max, max_length=length)
+reqs = requests(12)
+picked = auto._detect_batch_size(reqs)
+tm.patch(["lm_eval"])
+picked_ours = auto._detect_batch_size(reqs)
+tm.unpatch()
+print(
+    f"batch_size='auto' at {length} tokens: lm-eval picks {picked}, patched {picked_ours} ({picked_ours / picked:.1f}x)"
+)
