@@ -331,3 +331,36 @@ def test_the_harness_command_runs_patched(tokenizer, tmp_path):
     assert re.search(r"lm_eval.HFLM._loglikelihood_tokens: [1-9]\d* accelerated, 0 fallback", out.stderr), out.stderr[
         -2000:
     ]
+
+
+def test_generation_batches_keep_the_harness_probe(tokenizer, strict, monkeypatch):
+    """generate_until sizes model.generate's batches (a KV cache) by the probe without requests: that one stays
+    the harness's own; loglikelihood_rolling's (the same call) is the fused one."""
+    model = build("gpt2", torch.float64)
+    lm = harness(model, tokenizer, batch_size="auto", max_batch_size=4)
+    tm.patch(["lm_eval"])
+
+    def generate_until():
+        return lm._detect_batch_size()
+
+    def loglikelihood_rolling():
+        return lm._detect_batch_size()
+
+    with pytest.raises(PatchFallbackError, match="generation"):
+        generate_until()
+    start = accelerated("lm_eval.HFLM._detect_batch_size")
+    assert loglikelihood_rolling() == 4
+    assert accelerated("lm_eval.HFLM._detect_batch_size") == start + 1
+
+
+def test_cached_continuations_of_other_lengths_are_scored_where_they_stand(tokenizer, strict):
+    """Two requests of one window split differently ((ctx, [a]) and (ctx[:-1], [ctx[-1], a])) share the
+    harness's one-token cache entry. Ours scores each at its own positions: the answers the harness gives
+    without the cache (with it, 0.4.13 gathers a shorter continuation from the leading positions)."""
+    model = build("llama", torch.float64)
+    ctx = [5, 17, 33, 90, 2]
+    reqs = [(("a", "b"), ctx, [44]), (("c", "d"), ctx[:-1], [ctx[-1], 44]), (("e", "f"), ctx, [45])]
+    uncached = harness(model, tokenizer, logits_cache=False)._loglikelihood_tokens(reqs, disable_tqdm=True)
+    lm = harness(model, tokenizer)
+    tm.patch(["lm_eval"])
+    assert_same(lm._loglikelihood_tokens(reqs, disable_tqdm=True), uncached, 1e-12)

@@ -199,3 +199,18 @@ def test_scores_of_numpy_inputs_masks_and_non_finite_rows(rng):
     # a NaN row: NaN, and greedy only for target 0 (torch.argmax of an all-NaN log-softmax row)
     logp, greedy = tm.token_scores_from_hidden(np.array([[np.nan], [np.nan]]), np.ones((3, 1)), [0, 2])
     assert np.isnan(logp).all() and greedy.tolist() == [True, False]
+
+
+def test_score_ties_across_the_kernels_blocks(rng):
+    """The first argmax when the tie straddles the fold's 2,048-value blocks inside one slice."""
+    h = torch.from_numpy(rng.standard_normal((3, 16))).repeat(2, 1)  # rows 3-5 repeat rows 0-2
+    w = torch.from_numpy(rng.standard_normal((5000, 16)))
+    top = F.linear(h, w).argmax(-1)
+    pairs = [(100, 4100), (2047, 2048), (4095, 4999)]
+    for r, (a, b) in enumerate(pairs):
+        w[a] = w[b] = w[int(top[r])] * 3  # row r: tied maxima at a and b
+    logits = F.linear(h, w)
+    t = torch.tensor([a for a, _ in pairs] + [b for _, b in pairs])  # the first of each tie, then the second
+    _, greedy = tm.token_scores_from_hidden(h, w, t)
+    np.testing.assert_array_equal(greedy, (logits.argmax(-1) == t).numpy())
+    assert greedy.tolist() == [True] * 3 + [False] * 3

@@ -51,8 +51,8 @@ def split_of(hf: Any, lm: Any) -> _split_model.Split:
     why: str | _split_model.Split
     if getattr(lm, "backend", None) != "causal":
         why = f"a {getattr(lm, 'backend', 'non-causal')} model (only causal LMs are split)"
-    elif type(lm)._model_call is not hf.HFLM._model_call:
-        why = f"{type(lm).__name__} calls its model its own way (_model_call)"
+    elif any(getattr(type(lm), m) is not getattr(hf.HFLM, m) for m in ("_model_call", "_select_cont_toks")):
+        why = f"{type(lm).__name__} calls its model or selects its logits its own way (_model_call, _select_cont_toks)"
     elif type(lm.model).__module__.split(".")[0] == "peft":
         why = "a PEFT model (its adapters wrap the base model)"
     else:
@@ -74,12 +74,13 @@ def split_of(hf: Any, lm: Any) -> _split_model.Split:
     return why
 
 
-def _scores(lm: Any, split: _split_model.Split, ids: Any, rows: np.ndarray, targets: np.ndarray):
-    """(log-probabilities, greedy flags) of ``targets`` at the (batch, position) ``rows`` of the ids' batch."""
+def _scores(lm: Any, split: _split_model.Split, ids: np.ndarray, rows: np.ndarray, targets: np.ndarray):
+    """(log-probabilities, greedy flags) of ``targets`` at the (batch, position) ``rows`` of the batch of ids
+    (int64, on the host: the body puts them on the model's device)."""
     import torch
 
     with _autocast(lm):
-        hidden = split.body(ids.detach().cpu().numpy())
+        hidden = split.body(ids)
         shift = hidden.shape[1] - ids.shape[1]  # as the original: positions count from the output's end
         b, p = (torch.as_tensor(c, device=hidden.device) for c in (rows[:, 0], rows[:, 1] + shift))
         picked = hidden[b, p]
@@ -117,12 +118,11 @@ def loglikelihood_tokens(
     res: list[tuple[float, bool]] = []
     proxy = torch.zeros(1, 1, 1)  # stands for a request's logits in the one-token-continuation cache
     for chunk in re_ord.get_batched(n=batch_size, batch_fn=batch_fn):
-        inps, inplens = [], []
-        for _, context_enc, continuation_enc in chunk:
-            inps.append(_input_of(hf, lm, context_enc, continuation_enc))
-            inplens.append(len(inps[-1]))
-        width = max(inplens)
-        batched = hf.pad_and_concat(width, inps, padding_side="right")
+        inps = [_input_of(hf, lm, context_enc, continuation_enc) for _, context_enc, continuation_enc in chunk]
+        inplens = [len(inp) for inp in inps]
+        batched = np.zeros((len(inps), max(inplens)), np.int64)  # right-padded with 0, as pad_and_concat does
+        for b, inp in enumerate(inps):
+            batched[b, : len(inp)] = inp
         answers: list[tuple] = []  # (request strings, its first row, its end)
         rows: list[tuple[int, int]] = []  # (batch row, position) of each continuation token
         targets: list[int] = []
@@ -146,11 +146,14 @@ def loglikelihood_tokens(
     return re_ord.get_original(res)
 
 
-def _input_of(hf: Any, lm: Any, context_enc: list, continuation_enc: list) -> Any:
-    """The original's model input for one request: context + continuation, truncated from the left to
-    ``max_length + 1`` tokens, without its last token (with the original's checks and warning)."""
-    import torch
+def _window(lm: Any, context_enc: list, continuation_enc: list) -> list:
+    """Context + continuation truncated from the left to ``max_length + 1`` tokens, without the last: the
+    model's input for a request, as the original makes it."""
+    return (context_enc + continuation_enc)[-(lm.max_length + 1) :][:-1]
 
+
+def _input_of(hf: Any, lm: Any, context_enc: list, continuation_enc: list) -> list:
+    """``_window`` with the original's checks and truncation warning."""
     assert len(context_enc) > 0
     assert len(continuation_enc) > 0
     assert len(continuation_enc) <= lm.max_length
@@ -161,29 +164,48 @@ def _input_of(hf: Any, lm: Any, context_enc: list, continuation_enc: list) -> An
             f"exceeds model's maximum length ({lm.max_length}). "
             f"Truncating {total - lm.max_length + 1} tokens from the left."
         )
-    return torch.tensor(
-        (context_enc + continuation_enc)[-(lm.max_length + 1) :][:-1], dtype=torch.long, device=lm.device
-    )
+    return _window(lm, context_enc, continuation_enc)
+
+
+def _caller_is(wanted: str, other: str, depth: int = 12) -> bool:
+    """Whether ``wanted`` (a harness method's name) is found above this call before ``other`` is: the probe
+    without requests serves loglikelihood_rolling and generate_until alike, and only the first scores."""
+    import sys
+
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None or frame.f_code.co_name == other:
+            return False
+        if frame.f_code.co_name == wanted:
+            return True
+    return False
 
 
 def detect_batch_size(hf: Any, lm: Any, requests: Any = None, pos: int = 0) -> int:
     """``HFLM._detect_batch_size`` probing what the fused path holds: the body's forward pass at the longest
     length, then the head over the longest continuation's positions (the original: the whole logits and
-    their log-softmax). Halves the batch on out-of-memory errors as the original does."""
+    their log-softmax). Shrinks the batch on out-of-memory errors as the original does. Only for scoring:
+    called without requests from anything but loglikelihood_rolling (generate_until sizes its generation
+    batches with it), it falls back to the harness's own probe."""
     import torch
 
+    if not requests and not _caller_is("loglikelihood_rolling", "generate_until"):
+        # generate_until sizes model.generate's batches by it (a KV cache the fused probe does not hold)
+        raise Fallback("a batch size for generation: the harness's own probe")
     split = split_of(hf, lm)
     if requests:
         _, context_enc, continuation_enc = requests[pos]
-        length = len((context_enc + continuation_enc)[-(lm.max_length + 1) :][:-1])
+        length = len(_window(lm, context_enc, continuation_enc))
         cont = len(continuation_enc[-(lm.max_length + 1) :])
     else:
         length = cont = lm.max_length
 
     @hf.find_executable_batch_size(starting_batch_size=lm.max_batch_size)
     def forward_batch(batch_size: int) -> int:
-        ids = torch.ones((batch_size, length), device=lm.device).long()
-        rows = np.array([(b, p) for b in range(batch_size) for p in range(length - cont, length)], np.int64)
+        ids = np.ones((batch_size, length), np.int64)
+        grid = np.mgrid[0:batch_size, length - cont : length]  # every scored (row, position)
+        rows = np.stack([grid[0].ravel(), grid[1].ravel()], axis=1)
         targets = np.ones(len(rows), np.int64)
         for _ in range(5):  # as the original
             _scores(lm, split, ids, rows, targets)

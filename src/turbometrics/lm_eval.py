@@ -27,7 +27,7 @@ from lm_eval.api.registry import get_model, register_model
 from lm_eval.models import huggingface as _hf
 
 from . import _lm_eval_fused
-from .patch import _dispatch
+from .patch import _dispatch, is_patched
 
 __all__ = ["HFLM", "MODEL_NAME"]
 
@@ -56,6 +56,8 @@ class HFLM(_hf.HFLM):
         """The fused path ``name``, or the harness's own code (logged) where it does not apply."""
         module = sys.modules[_hf.__name__]
         label = f"turbometrics.lm_eval.HFLM.{original.__name__}"
+        if is_patched("lm_eval"):  # the harness's HFLM (super()) is the fused path already, with its fallback
+            return original(*args)
         try:
             out = getattr(_lm_eval_fused, name)(module, self, *args)
         except _dispatch.Fallback as why:

@@ -231,6 +231,13 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None, greedy=False):
     return _finish(fold.result(), t_rows)
 
 
+def _cpu_autocast(torch: Any) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled("cpu"))
+    except TypeError:  # torch < 2.4 takes no device type
+        return bool(torch.is_autocast_cpu_enabled())
+
+
 def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False):
     """One block of rows from torch tensors, multiplied by ``F.linear`` a slice at a time; each slice folded
     by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
@@ -251,7 +258,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     # mm/addmm into it are the calls F.linear makes (same bits); autocast does not cover out= calls.
     import torch.nn.functional as F
 
-    reuse = h.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+    reuse = h.device.type == "cpu" and not _cpu_autocast(torch)
     buf = torch.empty(len(rows) * width, dtype=h.dtype) if reuse else None
     with torch.no_grad():
         for v0 in range(0, w.shape[0], width):

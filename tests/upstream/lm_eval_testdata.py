@@ -7,6 +7,7 @@ here instead, so that its log-likelihood tests run with no network (tests/test_p
 - ``datasets.load_dataset`` of ARC-Easy and MMLU's abstract_algebra: a few rows with the real columns.
 """
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -99,3 +100,7 @@ def pytest_configure(config):
         init(self, pretrained, *args, **kwargs)
 
     huggingface.HFLM.__init__ = __init__
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(FOLDER, ignore_errors=True)
