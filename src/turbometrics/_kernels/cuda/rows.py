@@ -319,7 +319,7 @@ def score_rows(widen: int, group: int = TPB) -> Any:
         t = targets[r] if r < rows else int64(-1)
         M, S, bad, a = group_score(x, r, lane, n, r < rows)
         if lane == 0 and r < rows:
-            if M > run_m[r]:  # before the merge: a tie with an earlier slice's max keeps that one
+            if M > run_m[r] and a < n:  # before the merge: a tie with an earlier slice's max keeps that one
                 run_arg[r] = v0 + a
             run_m[r], run_s[r] = merge(run_m[r], run_s[r], M, S)
             run_bad[r] += bad
