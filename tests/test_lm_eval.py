@@ -132,34 +132,40 @@ def strict(monkeypatch):
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_every_request_as_the_original(arch, dtype, tokenizer, strict):
+@pytest.mark.parametrize(
+    "dtype, mixed",
+    [(torch.float32, None), (torch.float64, None), (torch.bfloat16, None), (torch.float32, "bfloat16")],
+    ids=["float32", "float64", "bfloat16", "float32-autocast-bfloat16"],
+)
+def test_every_request_as_the_original(arch, dtype, mixed, tokenizer, strict):
     model = build(arch, dtype)
     reqs = requests_for(model, np.random.default_rng(3))
-    lm = harness(model, tokenizer, softmax_dtype="float64")
+    lm = harness(model, tokenizer, softmax_dtype="float64", mixed_precision_dtype=mixed)
     exact = lm._loglikelihood_tokens(reqs, disable_tqdm=True)
-    default = harness(model, tokenizer)._loglikelihood_tokens(reqs, disable_tqdm=True)
+    default = harness(model, tokenizer, mixed_precision_dtype=mixed)._loglikelihood_tokens(reqs, disable_tqdm=True)
     greedy = [g for _, g in exact]
-    assert sum(greedy) >= 15 and not all(greedy)
+    assert sum(greedy) >= 12 and not all(greedy)
     assert exact[0][1] and not exact[1][1]  # the tie: the first of the two tokens is the greedy one
 
-    # float32 logits are rounded as the matrix product's shape has them: the original's own answers move by
-    # ~1e-8 between batch sizes (its logits for 4 rows are not its logits for 1); ours are within that spread
+    # logits below float64 are rounded as the matrix product's shape has them: the original's own answers move
+    # (float32: by ~1e-8) between batch sizes (its logits for 4 rows are not its logits for 1); ours are within
+    # that spread
     spread = 0.0
-    if dtype == torch.float32:
+    if dtype != torch.float64:
         lls = lambda res: np.array([ll for ll, _ in res])  # noqa: E731
         for size in (1, 8):
-            other = harness(model, tokenizer, softmax_dtype="float64", batch_size=size)
+            other = harness(model, tokenizer, softmax_dtype="float64", batch_size=size, mixed_precision_dtype=mixed)
             spread = max(spread, np.max(np.abs(lls(other._loglikelihood_tokens(reqs, True)) / lls(exact) - 1)))
 
     tm.patch(["lm_eval"])
     start = accelerated()
     ours = lm._loglikelihood_tokens(reqs, disable_tqdm=True)
     assert accelerated() > start
-    assert_same(ours, exact, 1e-9 if dtype == torch.float64 else max(spread, 1e-9))
-    assert_same(ours, default, 1e-5)
+    assert_same(ours, exact, max(spread, 1e-9))
+    if dtype != torch.bfloat16 and mixed is None:  # the default log-softmax in bfloat16 is ~1e-2 off, its ties its own
+        assert_same(ours, default, 1e-5)
     # softmax_dtype does not change ours: the log-probabilities are float64 throughout
-    assert harness(model, tokenizer)._loglikelihood_tokens(reqs, disable_tqdm=True) == ours
+    assert harness(model, tokenizer, mixed_precision_dtype=mixed)._loglikelihood_tokens(reqs, True) == ours
 
 
 def write_tasks(folder, rng):
