@@ -316,6 +316,7 @@ def test_batch_size_auto_probes_the_fused_path(tokenizer, strict, monkeypatch):
     assert_same(lm._loglikelihood_tokens(reqs, disable_tqdm=True), expected, 1e-9)
 
 
+@pytest.mark.slow  # ~12 s: a fresh interpreter imports the harness and builds its tasks
 def test_the_harness_command_runs_patched(tokenizer, tmp_path):
     """``python -m turbometrics.patch -m lm_eval ...``: the harness's own command line, unchanged, on a saved
     model and local tasks; every log-likelihood call accelerated, none fell back."""
