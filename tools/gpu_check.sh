@@ -46,7 +46,7 @@ step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 99 env TUR
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
 step host 45 python3 tools/gpu_scale.py host
-step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40: needs lm-eval 0.4.13 + accelerate carried
+step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40: needs the lm-eval 0.4.13 wheel carried (its docstring)
 python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
 tail -n 60 "$logs/bench_report.txt" >> "$log"
 for f in tests scale ncu; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done

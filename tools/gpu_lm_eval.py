@@ -7,7 +7,11 @@ requests of every position scored (rolling) and of 12 answer tokens (multiple ch
 ``HFLM._loglikelihood_tokens`` unpatched and under ``tm.patch(["lm_eval"])``: seconds (CUDA synchronised),
 peak CUDA memory added, the largest relative difference of the log-likelihoods and of is_greedy; then the
 batch that ``batch_size="auto"`` picks (``max_batch_size=auto_max``) with and without the patch. Needs lm-eval
-0.4.13 and accelerate importable (carry their wheels to the device machine).
+0.4.13 importable: the device image (2026-11) has accelerate, transformers and tokenizers but not lm-eval, and
+``import lm_eval.models.huggingface`` needs nothing else there, so carry its one wheel (9 MB):
+``pip download --no-deps lm-eval==0.4.13 -d .whl`` here, ``.whl`` in ``carry``, and
+``python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site``
+first there (the device tool's README).
 """
 
 import sys
