@@ -20,7 +20,6 @@ Needs ``lm-eval==0.4.13`` with its ``hf`` dependencies (torch, transformers, acc
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from lm_eval.api.registry import get_model, register_model
@@ -54,12 +53,11 @@ class HFLM(_hf.HFLM):
 
     def _fused(self, name: str, original: Any, *args: Any) -> Any:
         """The fused path ``name``, or the harness's own code (logged) where it does not apply."""
-        module = sys.modules[_hf.__name__]
         label = f"turbometrics.lm_eval.HFLM.{original.__name__}"
         if is_patched("lm_eval"):  # the harness's HFLM (super()) is the fused path already, with its fallback
             return original(*args)
         try:
-            out = getattr(_lm_eval_fused, name)(module, self, *args)
+            out = getattr(_lm_eval_fused, name)(_hf, self, *args)
         except _dispatch.Fallback as why:
             return _dispatch.fallback(label, str(why), original, *args)
         _dispatch.accelerated(label)

@@ -243,6 +243,7 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
     True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
     import torch
+    import torch.nn.functional as F
 
     on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
     hb = h[torch.as_tensor(rows, device=h.device)]
@@ -256,8 +257,6 @@ def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: b
     # On the CPU every slice is written into one buffer: a fresh (rows, width) tensor a slice was handed back to
     # the OS and faulted in again each time (the multiply ran at a third of its speed: docs/performance.md).
     # mm/addmm into it are the calls F.linear makes (same bits); autocast does not cover out= calls.
-    import torch.nn.functional as F
-
     reuse = h.device.type == "cpu" and not _cpu_autocast(torch)
     buf = torch.empty(len(rows) * width, dtype=h.dtype) if reuse else None
     with torch.no_grad():
