@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from . import _validate
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
+from ._metric import Pending
 
 NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
 WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
@@ -254,13 +256,15 @@ def _tokens(tok: Any) -> tuple:
 
 def _put(host: np.ndarray, torch_device: Any, stream: Any, cupy: bool = False) -> Any:
     """A host array on the device: through the input's caching allocator (torch, CuPy; numba's cuMemAlloc
-    and staged copy cost more than many of our kernels), else numba's. torch's copy from pageable memory
-    waits for the work queued on its stream (the caller waits for our result after it anyway)."""
+    and staged copy cost more than many of our kernels), else numba's."""
     host = np.ascontiguousarray(host)
     if torch_device is not None:
         import torch
 
-        return _numba(torch.from_numpy(host).to(torch_device))
+        # From page-locked memory and non-blocking: torch's copy from pageable memory makes the host wait for
+        # all the work queued on the stream (a model's forward pass); this one queues behind it (torch keeps
+        # the page-locked block until the copy is done).
+        return _numba(torch.from_numpy(host).pin_memory().to(torch_device, non_blocking=True))
     if cupy:
         import cupy as cp
 
@@ -444,6 +448,67 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
     return out, tg.counted_from(_back(status, rows.stream) if tg.counted is None else None, rows)
 
 
+def _pinned(shape: Any, dtype: Any, rows: Rows) -> tuple:
+    """(host ndarray in page-locked memory, its owner): torch's caching host allocator for torch input (no
+    cudaHostAlloc/cudaFreeHost per call: freeing page-locked memory synchronises the device), else numba's."""
+    if rows.torch_device is not None:
+        import torch
+
+        dtype = np.dtype(dtype)
+        t = torch.empty(int(np.prod(shape)) * dtype.itemsize, dtype=torch.uint8, pin_memory=True)
+        return t.numpy().view(dtype).reshape(shape), t
+    a = _cuda()[0].pinned_array(shape, dtype)
+    return a, a
+
+
+class Later(Pending):
+    """A row kernel's values and statuses on their way to the host, for a metric's ``update`` on device input:
+    the copy is queued on the caller's stream (after the kernel) into page-locked memory, with an event after
+    it, so ``update`` returns at once; ``chunk()`` waits for the event and then does what the synchronous path
+    does with the host copy (``Targets.counted_from``, then ``finish(values, counted)``)."""
+
+    def __init__(self, buf: Any, n: int, rows: Rows, tg: Targets, finish: Callable):
+        self.n, self.rows, self.tg, self.finish = n, rows, tg, finish
+        self.host, self._owner = _pinned(buf.shape, buf.dtype, rows)
+        buf.copy_to_host(self.host, stream=rows.stream)
+        cuda, K = _cuda()
+        self.event: Any = cuda.event() if K.SIM else cuda.event(timing=False)  # (no timing: a cheaper event)
+        self.event.record(rows.stream)
+
+    def ready(self) -> bool:
+        query = getattr(self.event, "query", None)  # the simulator's events have none (it runs synchronously)
+        return self.event is None or query is None or bool(query())
+
+    def chunk(self) -> tuple:
+        self._wait()
+        n, h = self.n, self.host
+        counted = self.tg.counted_from(h[n:].view(np.uint8)[:n], self.rows)
+        values = h[:n].copy()  # off the page-locked block, which goes back to its allocator
+        self.host = self._owner = None
+        return self.finish(values.reshape(self.rows.lead), counted)
+
+    def _wait(self) -> None:
+        if self.event is not None:
+            self.event.synchronize()
+            self.event = None
+
+    def __del__(self) -> None:
+        # Dropped unread (a reset): the copy may still be writing into the page-locked block, which torch
+        # would hand out again once it is freed.
+        try:
+            self._wait()
+        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone: nothing left to protect
+            pass
+
+
+def row_later(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, finish: Callable, *options) -> Later:
+    """Run row kernel ``name`` and queue its results' copy to the host: a ``Later`` that ends in
+    ``finish(values shaped like the targets, counted mask)``."""
+    buf, out, _, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options)
+    launch()
+    return Later(buf, len(out), rows, tg, finish)
+
+
 def _as_pairs(rows: Rows) -> Rows:
     """bf16 rows of even length on a 4-byte boundary as 32-bit words (``nll_rows`` reads two elements a
     load: twice the bytes in flight per thread); other rows as they are."""
@@ -461,6 +526,18 @@ def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
     rows = _as_pairs(device_rows(logits, "logits"))
     out, counted = _row_results("nll_rows", rows, targets, ignore_index, mask, np.float64, host)
     return out, counted, rows
+
+
+def nll_later(logits: Any, targets: Any, ignore_index, mask, finish: Callable) -> Later:
+    """``nll``'s per-row NLL and counted mask as a ``Later`` that ends in ``finish(nll, counted)``."""
+    rows = _as_pairs(device_rows(logits, "logits"))
+    return row_later("nll_rows", rows, targets, ignore_index, mask, np.float64, finish)
+
+
+def ranks_later(scores: Any, targets: Any, before: bool, after: bool, ignore_index, finish: Callable) -> Later:
+    """``ranks``' int64 ranks and counted mask as a ``Later`` that ends in ``finish(ranks, counted)``."""
+    rows = device_rows(scores, "scores")
+    return row_later("rank_rows", rows, targets, ignore_index, None, np.int64, finish, before, after)
 
 
 def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index, host: bool = False):

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._locks import ForkSafeLock
 
-__all__ = ["Metric", "Plan", "Signature"]
+__all__ = ["Metric", "Pending", "Plan", "Signature"]
 
 # Every metric object's state changes (fold, merge, reset) and reads (compute, _plan, pickling) take
 # this lock, so threads may share a metric: the kernels (``_stats``, the heavy part) run outside it
@@ -35,13 +35,30 @@ _STATE_LOCK = ForkSafeLock(reentrant=True)
 M = TypeVar("M", bound="Metric")
 
 
-def _locked(method: Callable) -> Callable:
+def _reading(method: Callable) -> Callable:
+    """A state reader: under the lock, after the pending device chunks are folded in."""
+
     @functools.wraps(method)
     def run(self, *args, **kwargs):
         with _STATE_LOCK:
+            self._settle()
             return method(self, *args, **kwargs)
 
     return run
+
+
+class Pending(abc.ABC):
+    """A chunk a device is still computing: ``update`` on device input returns before the device is done
+    (no host wait per batch), and the metric folds the chunk in later, in update order (``Metric._settle``)."""
+
+    @abc.abstractmethod
+    def ready(self) -> bool:
+        """Whether ``chunk()`` would return without waiting for the device."""
+
+    @abc.abstractmethod
+    def chunk(self) -> tuple:
+        """The chunk ``_stats`` would have returned, waiting for the device; raises what that update would
+        have raised (an out-of-range target found on the device)."""
 
 
 class Signature(str):
@@ -120,7 +137,12 @@ class Metric(abc.ABC):
     however it was chunked and in whatever order states were merged; per-item
     results come in update/merge order. Metric objects pickle, and threads may
     share one: updates from several threads give the bits of serial updates
-    (per-item results in the order the updates finished).
+    (per-item results in the order the updates finished). Given device input
+    (a CUDA tensor, CuPy or Numba array), ``update`` queues its kernel and the
+    copy of its per-row results on the caller's stream and returns without
+    waiting for the GPU; the chunk is folded in, in update order, once the
+    device has finished it, at the latest by ``compute`` (or a merge, pickle,
+    ``sync``, ``bootstrap_ci``): the same bits as synchronous updates.
     """
 
     _state: ClassVar[dict[str, Callable[[], Any]]] = {}
@@ -130,34 +152,69 @@ class Metric(abc.ABC):
         super().__init_subclass__(**kwargs)
         for name in ("compute", "_plan"):  # the state readers each metric defines
             if name in cls.__dict__:
-                setattr(cls, name, _locked(cls.__dict__[name]))
+                setattr(cls, name, _reading(cls.__dict__[name]))
 
     def __getstate__(self) -> dict:
         """A snapshot (pickling reads it after the lock is released): the state lists copied, and the
-        parts folded in place (``ExactSum``) too."""
+        parts folded in place (``ExactSum``) too; pending device chunks folded in first."""
         with _STATE_LOCK:
+            self._settle()
             out = dict(vars(self))
+            out["_pending"] = []
             for name in self._state:
                 part = out[name]
                 out[name] = list(part) if isinstance(part, list) else part.copy()
             return out
 
     def reset(self: M) -> M:
-        """Drop the state; the options stay."""
+        """Drop the state (and any chunk still pending on a device); the options stay."""
         with _STATE_LOCK:
             for name, empty in self._state.items():
                 setattr(self, name, empty())
+            self._pending: list[tuple[int, Any]] = []  # (update number, chunk or Pending), in update order
+            self._updates = 0  # updates since the last reset: how a late error names its update
         return self
 
-    def _fold(self: M, chunk: tuple) -> M:
+    def _fold(self: M, chunk: tuple | Pending) -> M:
+        """Fold in an update's chunk; a ``Pending`` one (and any chunk behind one) waits in ``_pending``."""
         with _STATE_LOCK:
-            for name, part in zip(self._state, chunk):
-                held = getattr(self, name)
-                if isinstance(held, list):
-                    held.append(part)
-                else:
-                    held.add(part)
+            self._updates = getattr(self, "_updates", 0) + 1
+            pending = self.__dict__.setdefault("_pending", [])
+            if pending or isinstance(chunk, Pending):
+                pending.append((self._updates, chunk))
+                self._settle(wait=False)  # those the device has finished: the host memory they hold is freed
+            else:
+                self._add(chunk)
         return self
+
+    def _add(self, chunk: tuple) -> None:
+        for name, part in zip(self._state, chunk):
+            held = getattr(self, name)
+            if isinstance(held, list):
+                held.append(part)
+            else:
+                held.add(part)
+
+    def _settle(self, wait: bool = True) -> None:
+        """Fold the pending chunks in, in update order: all of them (waiting for the device), or only those
+        ready without waiting. A chunk whose update had bad input raises here, naming that update; it is
+        left out and the others are kept."""
+        pending = self.__dict__.get("_pending")
+        while pending:
+            number, item = pending[0]
+            if isinstance(item, Pending):
+                if not (wait or item.ready()):
+                    return
+                try:
+                    item = item.chunk()
+                except (TypeError, ValueError) as e:
+                    del pending[0]
+                    raise type(e)(
+                        f"update #{number} of this {type(self).__name__} (counted since it was made or reset; "
+                        f"found on the device after that update returned, and left out): {e}"
+                    ) from e
+            del pending[0]
+            self._add(item)
 
     def _replace_state(self, parts: dict[str, Any]) -> None:
         with _STATE_LOCK:
@@ -187,6 +244,8 @@ class Metric(abc.ABC):
         """A new metric object holding both states (self's items first)."""
         self.check_compatible(other)
         with _STATE_LOCK:
+            self._settle()
+            other._settle()
             out = copy.copy(self)
             for name in self._state:
                 setattr(out, name, getattr(self, name) + getattr(other, name))

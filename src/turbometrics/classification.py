@@ -182,6 +182,11 @@ def _average(values: np.ndarray, counted: np.ndarray, weights: np.ndarray | None
     return float(np.average(values[counted], weights=w))
 
 
+def _rank_chunk(r: np.ndarray, counted: np.ndarray) -> tuple:
+    """``_RankMetric``'s chunk of an unweighted update on a device: the flat ranks (-1 where not counted)."""
+    return r.reshape(-1), None
+
+
 class _RankMetric(Metric):
     """A score of the true class's rank per row (``target_rank``), averaged over counted rows.
 
@@ -204,6 +209,11 @@ class _RankMetric(Metric):
         """Options that depend on the number of classes (k for top-k accuracy)."""
 
     def _stats(self, scores, targets, sample_weight, num_threads, device):
+        if sample_weight is None and _gpu.use_gpu(device, scores, targets):  # no wait for the GPU here
+            before, after = _TIE_SIDES[self.ties]
+            later = _gpu.ranks_later(scores, targets, before, after, self.ignore_index, _rank_chunk)
+            self._check_classes(later.rows.n_classes)
+            return later
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
         self._check_classes(a.n_classes)
         w = None if sample_weight is None else _validate.as_weights(sample_weight, r.size, counted=counted.reshape(-1))

@@ -133,6 +133,12 @@ def _sequence_sums(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np
     return nll2.sum(axis=1), counted.reshape(nll2.shape).sum(axis=1)
 
 
+def _token_chunk(nll: np.ndarray, counted: np.ndarray) -> tuple:
+    """``Perplexity``'s chunk of an update: the counted NLLs, each sequence's NLL sum and token count."""
+    sums, counts = _sequence_sums(nll, counted)
+    return nll[counted], sums, counts
+
+
 def _means(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Mean NLL per sequence (NaN where nothing counted)."""
     return np.divide(sums, counts, out=np.full(len(counts), np.nan), where=counts > 0)
@@ -241,9 +247,9 @@ class Perplexity(Metric):
             return -np.log(np.where(counted, v, 1.0)), counted
 
     def _stats(self, x, targets, mask, num_threads, device):
-        nll, counted = self._token_nll(x, targets, mask, num_threads, device)
-        sums, counts = _sequence_sums(nll, counted)
-        return nll[counted], sums, counts
+        if self.input == "logits" and targets is not None and _gpu.use_gpu(device, x, targets):
+            return _gpu.nll_later(x, targets, self.ignore_index, mask, _token_chunk)  # no wait for the GPU here
+        return _token_chunk(*self._token_nll(x, targets, mask, num_threads, device))
 
     def update(
         self,

@@ -15,6 +15,8 @@ import importlib
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._dispatch import Fallback
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[fl
 
     import turbometrics as tm
     from turbometrics._exact import exact_sum
+    from turbometrics.language_model import _nll
 
     if not (isinstance(preds, torch.Tensor) and isinstance(target, torch.Tensor)):
         raise Fallback("preds, target: not tensors")
@@ -36,10 +39,12 @@ def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[fl
     if ignore_index is not None and (type(ignore_index) is not int):
         raise Fallback(f"ignore_index={ignore_index!r}")
     try:
-        nll = tm.token_nll(preds, target, ignore_index=ignore_index)
+        if preds.is_cuda:  # the NLLs and their counted flags come back in one copy: one wait for the GPU
+            nll, counted = _nll(preds, target, ignore_index, None, None, None)
+            return exact_sum(nll.reshape(-1)), int(np.count_nonzero(counted))
+        nll = tm.token_nll(preds, target, ignore_index=ignore_index).numpy()
     except (TypeError, ValueError) as e:  # e.g. a target outside [0, V): torch indexes it (or fails) its own way
         raise Fallback(str(e)) from None
-    nll = nll.detach().cpu().numpy() if isinstance(nll, torch.Tensor) else nll
     count = target.numel() if ignore_index is None else int((target != ignore_index).sum())
     return exact_sum(nll.reshape(-1)), count
 
@@ -75,8 +80,8 @@ def update(site: Site, self: Any, preds: Any, target: Any) -> None:
     import torch
 
     total, count = _nll_sum(_shape_check(site.module), preds, target, self.ignore_index)
-    state = self.total_log_probs
-    self.total_log_probs = state.to(torch.float64) + torch.tensor(total, dtype=torch.float64, device=state.device)
+    # Python numbers are added as kernel arguments: no copy to the device (nor a wait for it)
+    self.total_log_probs = self.total_log_probs.to(torch.float64) + total
     self.count = self.count.to(torch.float64) + count
 
 

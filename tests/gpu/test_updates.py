@@ -1,0 +1,152 @@
+"""Metric updates on device input return before the GPU is done (issue 41): the chunks wait in the
+metric and are folded in, in update order, by ``compute`` (and every other state reader), to the bits of
+synchronous updates. The simulator runs everything synchronously, so ``Later.ready`` is patched to say
+"not yet" where a test needs chunks to stay pending; on a real GPU the last test checks, with a long
+kernel queued first, that ``update`` does not wait for the device.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from numba import config, cuda
+
+import turbometrics as tm
+from turbometrics import _gpu
+
+pytestmark = pytest.mark.gpu
+
+
+def dev(a):
+    return cuda.to_device(np.ascontiguousarray(a))
+
+
+@pytest.fixture
+def not_ready(monkeypatch):
+    """Chunks stay pending until a state reader waits for them."""
+    monkeypatch.setattr(_gpu.Later, "ready", lambda self: False)
+
+
+def batches(rng, n=3, v=23):
+    out = []
+    for i in range(n):
+        x = (rng.standard_normal((1 + i, 3, v)) * 3).astype(np.float32)
+        t = rng.integers(0, v, (1 + i, 3))
+        t[0, i % 3] = -100
+        out.append((x, t))
+    return out
+
+
+def metrics():
+    return [
+        tm.metrics.Perplexity(ignore_index=-100),
+        tm.metrics.Perplexity(ignore_index=-100, reduction="none"),
+        tm.metrics.TopKAccuracy(k=(1, 3), ignore_index=-100),
+    ]
+
+
+def feed(m, data, on_device):
+    """``m`` updated with each batch (``on_device``: True, False, or one flag a batch), or with
+    ``on_device=None`` what today's synchronous paths give for the same flags (``m.ref``): Perplexity from
+    the per-token NLLs each side computes, brought to the host as NLL input; ranks are integers, the same
+    on either side."""
+    flags = on_device if isinstance(on_device, list) else [on_device] * len(data)
+    rank = not isinstance(m, tm.metrics.Perplexity)
+    ref = getattr(m, "ref", False)
+    if ref and not rank:
+        m = tm.metrics.Perplexity(reduction=m.reduction, input="nll")
+    for (x, t), on in zip(data, flags):
+        if rank:
+            x, t = x.reshape(-1, x.shape[-1]), t.reshape(-1)
+        if ref and not rank:
+            nll = tm.token_nll(dev(x), dev(t), ignore_index=-100).copy_to_host() if on else tm.token_nll(x, t, -100)
+            m.update(nll, mask=t != -100)
+        else:
+            m.update(dev(x), dev(t)) if on else m.update(x, t)
+    return m
+
+
+def reference(m):
+    m.ref = True
+    return m
+
+
+def same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bits: NaN == NaN, no tolerance
+
+
+def test_pending_updates_give_the_bits_of_synchronous_ones(rng, not_ready):
+    data = batches(rng)
+    for m, ref in zip(metrics(), metrics()):
+        feed(m, data, True)
+        assert len(m._pending) == len(data)  # nothing folded yet: update did not wait
+        same(m.compute(), feed(reference(ref), data, True).compute())
+        assert not m._pending
+
+
+def test_state_readers_fold_pending_chunks_in_update_order(rng, not_ready):
+    data = batches(rng)
+    order = [True, False, True]  # device, host, device: per-item results keep the update order
+    for make in (
+        lambda: tm.metrics.Perplexity(ignore_index=-100, reduction="none"),
+        lambda: tm.metrics.MeanReciprocalRank(ignore_index=-100),
+    ):
+        m = feed(make(), data, order)
+        assert len(m._pending) == 3  # the host chunk behind a pending one waits too
+        same(pickle.loads(pickle.dumps(m)).compute(), feed(reference(make()), data, order).compute())
+        assert not m._pending  # pickling folded them in
+    ppl = lambda: tm.metrics.Perplexity(ignore_index=-100)  # noqa: E731
+    expect = feed(reference(ppl()), data, True)
+    same((feed(ppl(), data[:1], True) + feed(ppl(), data[1:], True)).compute(), expect.compute())
+    ci = tm.bootstrap_ci(feed(ppl(), data, True), n_resamples=20)
+    same([ci.low, ci.high], [tm.bootstrap_ci(expect, n_resamples=20).low, tm.bootstrap_ci(expect, n_resamples=20).high])
+    m = feed(ppl(), data[:1], True)
+    m.reset()  # pending chunks are dropped with the state
+    assert not m._pending and np.isnan(m.compute())
+
+
+def test_a_bad_target_found_later_names_its_update(rng, not_ready):
+    data = batches(rng)
+    bad = data[1][1].copy()
+    bad[1, 1] = 99  # (batch 1 has two sequences)
+    wrong = [data[0], (data[1][0], bad), data[2]]
+    for make in (
+        lambda: tm.metrics.Perplexity(ignore_index=-100),
+        lambda: tm.metrics.TopKAccuracy(k=2, ignore_index=-100),
+    ):
+        m = feed(make(), wrong, True)  # every update returned: the device was not read yet
+        with pytest.raises(ValueError, match=r"update #2 of this .*targets must lie in \[0, 23\).*found 99"):
+            m.compute()
+        same(m.compute(), feed(reference(make()), [data[0], data[2]], True).compute())  # #2 left out, the rest kept
+
+
+def test_finished_chunks_are_folded_at_the_next_update(rng):
+    data = batches(rng, n=2)
+    m = feed(tm.metrics.Perplexity(ignore_index=-100), data, True)
+    assert not m._pending  # the simulator finishes each chunk at once: folded by the update's own check
+    same(m.compute(), feed(reference(tm.metrics.Perplexity(ignore_index=-100)), data, True).compute())
+
+
+def test_weighted_rank_updates_stay_synchronous(rng):
+    x = rng.standard_normal((20, 9)).astype(np.float32)
+    t = rng.integers(0, 9, 20)
+    w = rng.random(20)
+    m = tm.metrics.TopKAccuracy(k=2).update(dev(x), dev(t), sample_weight=w)
+    assert not m._pending
+    assert m.compute() == tm.metrics.TopKAccuracy(k=2).update(x, t, sample_weight=w).compute()
+
+
+@pytest.mark.skipif(config.ENABLE_CUDASIM, reason="needs a real GPU: the simulator runs every kernel at once")
+def test_update_does_not_wait_for_the_gpu(rng):
+    import torch
+
+    x = torch.randn(4, 512, 4096, device="cuda", dtype=torch.bfloat16)
+    t = torch.randint(0, 4096, (4, 512), device="cuda")
+    host = tm.metrics.Perplexity().update(x.float().cpu().to(torch.bfloat16), t.cpu())
+    for targets in (t, t.cpu()):  # device targets, and host ones (uploaded without a wait)
+        m = tm.metrics.Perplexity()
+        torch.cuda._sleep(2_000_000_000)  # about a second of GPU time queued before the update
+        m.update(x, targets)
+        assert not torch.cuda.current_stream().query(), "update waited for the GPU"
+        assert len(m._pending) == 1
+        same(m.compute(), host.compute())
