@@ -318,21 +318,21 @@ class Targets:
     counted: np.ndarray | None
     source: tuple  # (targets, ignore_index, mask) as given: re-checked on the host when a kernel flags one
 
-    def counted_from(self, status: np.ndarray, rows: Rows) -> np.ndarray:
-        """The counted mask from the kernel's per-row status (the host's own if it validated)."""
+    def counted_from(self, status: np.ndarray, lead: tuple, n_classes: int) -> np.ndarray:
+        """The counted mask (shaped ``lead``) from the kernel's per-row status (the host's own if it validated)."""
         if self.counted is not None:
             return self.counted
         if status.max(initial=0) == _kernels().OUT_OF_RANGE:
             targets, ignore_index, mask = self.source  # the host check raises the CPU path's error
             _validate.as_targets(
                 to_host(targets),
-                rows.lead,
-                rows.n_classes,
+                lead,
+                n_classes,
                 ignore_index=ignore_index,
                 mask=None if mask is None else to_host(mask),
             )
             raise AssertionError("a GPU kernel found a target out of range that the host check accepts")
-        return (status == _kernels().COUNTED).reshape(rows.lead)
+        return (status == _kernels().COUNTED).reshape(lead)
 
 
 def _kernels():
@@ -444,8 +444,9 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
     n = len(out)
     if host:
         h = _back(buf, rows.stream)
-        return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows)
-    return out, tg.counted_from(_back(status, rows.stream) if tg.counted is None else None, rows)
+        return h[:n], tg.counted_from(h[n:].view(np.uint8)[:n], rows.lead, rows.n_classes)
+    status_host = _back(status, rows.stream) if tg.counted is None else None
+    return out, tg.counted_from(status_host, rows.lead, rows.n_classes)
 
 
 def _pinned(shape: Any, dtype: Any, rows: Rows) -> tuple:
@@ -468,7 +469,10 @@ class Later(Pending):
     does with the host copy (``Targets.counted_from``, then ``finish(values, counted)``)."""
 
     def __init__(self, buf: Any, n: int, rows: Rows, tg: Targets, finish: Callable):
-        self.n, self.rows, self.tg, self.finish = n, rows, tg, finish
+        # Only what the host needs later is kept: no device array (a pending update must not hold the
+        # input, or a contiguous copy of it, alive), the targets as given for the host's error message.
+        self.n, self.lead, self.n_classes, self.finish = n, rows.lead, rows.n_classes, finish
+        self.tg = replace(tg, args=())
         self.host, self._owner = _pinned(buf.shape, buf.dtype, rows)
         buf.copy_to_host(self.host, stream=rows.stream)
         cuda, K = _cuda()
@@ -482,10 +486,10 @@ class Later(Pending):
     def chunk(self) -> tuple:
         self._wait()
         n, h = self.n, self.host
-        counted = self.tg.counted_from(h[n:].view(np.uint8)[:n], self.rows)
+        counted = self.tg.counted_from(h[n:].view(np.uint8)[:n], self.lead, self.n_classes)
         values = h[:n].copy()  # off the page-locked block, which goes back to its allocator
         self.host = self._owner = None
-        return self.finish(values.reshape(self.rows.lead), counted)
+        return self.finish(values.reshape(self.lead), counted)
 
     def _wait(self) -> None:
         if self.event is not None:

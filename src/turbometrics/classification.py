@@ -212,7 +212,7 @@ class _RankMetric(Metric):
         if sample_weight is None and _gpu.use_gpu(device, scores, targets):  # no wait for the GPU here
             before, after = _TIE_SIDES[self.ties]
             later = _gpu.ranks_later(scores, targets, before, after, self.ignore_index, _rank_chunk)
-            self._check_classes(later.rows.n_classes)
+            self._check_classes(later.n_classes)
             return later
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
         self._check_classes(a.n_classes)
