@@ -450,7 +450,7 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
 
 
 def _pinned(shape: Any, dtype: Any, rows: Rows) -> tuple:
-    """(host ndarray in page-locked memory, its owner): torch's caching host allocator for torch input (no
+    """(host ndarray in page-locked memory, its owner): from torch's or CuPy's pool for their input (no
     cudaHostAlloc/cudaFreeHost per call: freeing page-locked memory synchronises the device), else numba's."""
     if rows.torch_device is not None:
         import torch
@@ -458,6 +458,11 @@ def _pinned(shape: Any, dtype: Any, rows: Rows) -> tuple:
         dtype = np.dtype(dtype)
         t = torch.empty(int(np.prod(shape)) * dtype.itemsize, dtype=torch.uint8, pin_memory=True)
         return t.numpy().view(dtype).reshape(shape), t
+    if rows.kind == "cupy":
+        import cupyx
+
+        a = cupyx.empty_pinned(shape, dtype)
+        return a, a
     a = _cuda()[0].pinned_array(shape, dtype)
     return a, a
 
