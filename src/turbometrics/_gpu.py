@@ -68,6 +68,7 @@ def _after_fork_in_child() -> None:
         _CUDA, _FORKED_FROM_GPU = (), True
         _VIEWS.clear()
         _STREAMS.clear()
+        _PINNED.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -331,7 +332,10 @@ class Targets:
                 ignore_index=ignore_index,
                 mask=None if mask is None else to_host(mask),
             )
-            raise AssertionError("a GPU kernel found a target out of range that the host check accepts")
+            raise ValueError(  # a pending update's targets, changed by the caller before they were read back
+                f"targets: a GPU kernel found a counted target outside [0, {n_classes}), which the targets "
+                "no longer hold (were they changed after the call?)"
+            )
         return (status == _kernels().COUNTED).reshape(lead)
 
 
@@ -367,6 +371,8 @@ def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targe
         ignore = None
     t = _flat_on_device(targets, rows, ("int64", "int32"))
     m = None if mask is None else _flat_on_device(mask, rows, ("bool",))
+    if t is not None and m is None and mask is not None and not is_device_array(mask):  # a host mask goes up:
+        m = _upload(rows, _validate.as_mask(mask, rows.lead).reshape(-1).view(np.uint8))  # device targets stay
     if t is not None and (mask is None or m is not None):
         return Targets(
             (t, spare if m is None else m, m is not None, 0 if ignore is None else ignore, ignore is not None),
@@ -449,22 +455,35 @@ def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype,
     return out, tg.counted_from(status_host, rows.lead, rows.n_classes)
 
 
+_PINNED: dict = {}  # bytes -> numba page-locked blocks that finished chunks gave back (a few, for reuse)
+
+
 def _pinned(shape: Any, dtype: Any, rows: Rows) -> tuple:
-    """(host ndarray in page-locked memory, its owner): from torch's or CuPy's pool for their input (no
-    cudaHostAlloc/cudaFreeHost per call: freeing page-locked memory synchronises the device), else numba's."""
+    """(host ndarray in page-locked memory, its owner, whether the owner goes back to ``_PINNED``): from
+    torch's or CuPy's pool for their input, else numba's blocks, kept for reuse: freeing page-locked memory
+    (cudaFreeHost) synchronises the device."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
     if rows.torch_device is not None:
         import torch
 
-        dtype = np.dtype(dtype)
-        t = torch.empty(int(np.prod(shape)) * dtype.itemsize, dtype=torch.uint8, pin_memory=True)
-        return t.numpy().view(dtype).reshape(shape), t
+        t = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        return t.numpy().view(dtype).reshape(shape), t, False
     if rows.kind == "cupy":
         import cupyx
 
         a = cupyx.empty_pinned(shape, dtype)
-        return a, a
-    a = _cuda()[0].pinned_array(shape, dtype)
-    return a, a
+        return a, a, False
+    try:
+        block = _PINNED.get(nbytes, []).pop()
+    except IndexError:
+        block = _cuda()[0].pinned_array(nbytes, np.uint8)
+    return block.view(dtype).reshape(shape), block, True
+
+
+def _reuse_pinned(block: np.ndarray) -> None:
+    if sum(len(v) for v in _PINNED.values()) < 16:
+        _PINNED.setdefault(block.nbytes, []).append(block)
 
 
 class Later(Pending):
@@ -474,38 +493,55 @@ class Later(Pending):
     does with the host copy (``Targets.counted_from``, then ``finish(values, counted)``)."""
 
     def __init__(self, buf: Any, n: int, rows: Rows, tg: Targets, finish: Callable):
-        # Only what the host needs later is kept: no device array (a pending update must not hold the
-        # input, or a contiguous copy of it, alive), the targets as given for the host's error message.
+        # Kept for later: no device array (a pending update must not hold the input, or a contiguous copy
+        # of it, alive); the targets and mask as given, for the host's error message.
         self.n, self.lead, self.n_classes, self.finish = n, rows.lead, rows.n_classes, finish
         self.tg = replace(tg, args=())
-        self.host, self._owner = _pinned(buf.shape, buf.dtype, rows)
-        buf.copy_to_host(self.host, stream=rows.stream)
+        self.pid = os.getpid()
+        self.host, self._owner, self._reusable = _pinned(buf.shape, buf.dtype, rows)
         cuda, K = _cuda()
+        # A stream object even for the legacy default stream: numba copies synchronously on stream 0
+        stream = rows.stream or cuda.default_stream()
+        buf.copy_to_host(self.host, stream=stream)
         self.event: Any = cuda.event() if K.SIM else cuda.event(timing=False)  # (no timing: a cheaper event)
-        self.event.record(rows.stream)
+        self.event.record(stream)
 
     def ready(self) -> bool:
+        if self.event is None:
+            return True
+        self._check_process()
         query = getattr(self.event, "query", None)  # the simulator's events have none (it runs synchronously)
-        return self.event is None or query is None or bool(query())
+        return query is None or bool(query())
 
-    def chunk(self) -> tuple:
-        self._wait()
-        n, h = self.n, self.host
-        counted = self.tg.counted_from(h[n:].view(np.uint8)[:n], self.lead, self.n_classes)
-        values = h[:n].copy()  # off the page-locked block, which goes back to its allocator
-        self.host = self._owner = None
-        return self.finish(values.reshape(self.lead), counted)
-
-    def _wait(self) -> None:
+    def wait(self) -> None:
         if self.event is not None:
+            self._check_process()
             self.event.synchronize()
             self.event = None
 
+    def chunk(self) -> tuple:
+        self.wait()
+        n, h = self.n, self.host
+        counted = self.tg.counted_from(h[n:].view(np.uint8)[:n], self.lead, self.n_classes)
+        values = h[:n].copy()  # off the page-locked block, which goes back to its pool
+        if self._reusable:
+            _reuse_pinned(self._owner)
+        self.host = self._owner = None
+        return self.finish(values.reshape(self.lead), counted)
+
+    def _check_process(self) -> None:
+        if os.getpid() != self.pid:
+            _cuda()  # a forked child: raises the clear error (CUDA does not survive fork())
+            raise RuntimeError("a metric's pending GPU results cannot be read in a process forked after the update")
+
     def __del__(self) -> None:
-        # Dropped unread (a reset): the copy may still be writing into the page-locked block, which torch
-        # would hand out again once it is freed.
+        # Dropped unread (a reset, an error): the copy may still be writing into the page-locked block, which
+        # its pool would hand out again once it is freed. Not in a forked child: its parent's context is not
+        # usable there (and the block is the parent's).
+        if self.event is None or os.getpid() != self.pid or _FORKED_FROM_GPU:
+            return
         try:
-            self._wait()
+            self.event.synchronize()
         except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone: nothing left to protect
             pass
 
@@ -541,12 +577,6 @@ def nll_later(logits: Any, targets: Any, ignore_index, mask, finish: Callable) -
     """``nll``'s per-row NLL and counted mask as a ``Later`` that ends in ``finish(nll, counted)``."""
     rows = _as_pairs(device_rows(logits, "logits"))
     return row_later("nll_rows", rows, targets, ignore_index, mask, np.float64, finish)
-
-
-def ranks_later(scores: Any, targets: Any, before: bool, after: bool, ignore_index, finish: Callable) -> Later:
-    """``ranks``' int64 ranks and counted mask as a ``Later`` that ends in ``finish(ranks, counted)``."""
-    rows = device_rows(scores, "scores")
-    return row_later("rank_rows", rows, targets, ignore_index, None, np.int64, finish, before, after)
 
 
 def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index, host: bool = False):

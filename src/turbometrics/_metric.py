@@ -22,7 +22,7 @@ import numpy as np
 
 from ._locks import ForkSafeLock
 
-__all__ = ["Metric", "Pending", "Plan", "Signature"]
+__all__ = ["Metric", "Plan", "Signature"]
 
 # Every metric object's state changes (fold, merge, reset) and reads (compute, _plan, pickling) take
 # this lock, so threads may share a metric: the kernels (``_stats``, the heavy part) run outside it
@@ -40,6 +40,7 @@ def _reading(method: Callable) -> Callable:
 
     @functools.wraps(method)
     def run(self, *args, **kwargs):
+        self._wait_pending()
         with _STATE_LOCK:
             self._settle()
             return method(self, *args, **kwargs)
@@ -54,6 +55,10 @@ class Pending(abc.ABC):
     @abc.abstractmethod
     def ready(self) -> bool:
         """Whether ``chunk()`` would return without waiting for the device."""
+
+    @abc.abstractmethod
+    def wait(self) -> None:
+        """Wait for the device (after which ``ready()`` is True)."""
 
     @abc.abstractmethod
     def chunk(self) -> tuple:
@@ -98,6 +103,12 @@ class Plan(NamedTuple):
     sacrebleu_score: Callable[[np.ndarray], Any] | None = None  # a float32 row -> sacrebleu's score
 
 
+def once(metric: Any, *inputs: Any) -> Any:
+    """A one-shot function's result: ``metric`` given ``inputs`` (its ``_stats`` arguments) then computed, the
+    update synchronous (the call waits for its result anyway, and raises the CPU path's errors as they are)."""
+    return metric._fold(metric._stats(*inputs, later=False)).compute()
+
+
 def one_score(make: Callable[[Any, Callable], Any]) -> Any:
     """``Plan.wrap`` for metrics with a single score (column 0, as a float)."""
     return make(slice(0, 1), lambda a: float(a[0]))
@@ -137,9 +148,9 @@ class Metric(abc.ABC):
     however it was chunked and in whatever order states were merged; per-item
     results come in update/merge order. Metric objects pickle, and threads may
     share one: updates from several threads give the bits of serial updates
-    (per-item results in the order the updates finished). Given device input
-    (a CUDA tensor, CuPy or Numba array), ``update`` queues its kernel and the
-    copy of its per-row results on the caller's stream and returns without
+    (per-item results in the order the updates finished). Metrics whose
+    ``_stats`` may return a ``Pending`` chunk (``Perplexity``, ``TopKAccuracy``,
+    ``MeanReciprocalRank`` on device input) return from ``update`` without
     waiting for the GPU; the chunk is folded in, in update order, once the
     device has finished it, at the latest by ``compute`` (or a merge, pickle,
     ``sync``, ``bootstrap_ci``): the same bits as synchronous updates.
@@ -157,6 +168,7 @@ class Metric(abc.ABC):
     def __getstate__(self) -> dict:
         """A snapshot (pickling reads it after the lock is released): the state lists copied, and the
         parts folded in place (``ExactSum``) too; pending device chunks folded in first."""
+        self._wait_pending()
         with _STATE_LOCK:
             self._settle()
             out = dict(vars(self))
@@ -169,10 +181,13 @@ class Metric(abc.ABC):
     def reset(self: M) -> M:
         """Drop the state (and any chunk still pending on a device); the options stay."""
         with _STATE_LOCK:
+            dropped = self.__dict__.get("_pending")
             for name, empty in self._state.items():
                 setattr(self, name, empty())
-            self._pending: list[tuple[int, Any]] = []  # (update number, chunk or Pending), in update order
+            # (update number, chunk, Pending or the exception of a failed one), in update order
+            self._pending: list[tuple[int, Any]] = []
             self._updates = 0  # updates since the last reset: how a late error names its update
+        del dropped  # outside the lock: a dropped chunk waits for its copy before its host block is freed
         return self
 
     def _fold(self: M, chunk: tuple | Pending) -> M:
@@ -187,6 +202,14 @@ class Metric(abc.ABC):
                 self._add(chunk)
         return self
 
+    def _wait_pending(self) -> None:
+        """Wait for the device's pending chunks without holding the lock (other metrics' updates, in other
+        threads, go on meanwhile; a rank's collective is not held up behind another's wait)."""
+        with _STATE_LOCK:
+            waiting = [item for _, item in self.__dict__.get("_pending", ()) if isinstance(item, Pending)]
+        for item in waiting:
+            item.wait()
+
     def _add(self, chunk: tuple) -> None:
         for name, part in zip(self._state, chunk):
             held = getattr(self, name)
@@ -197,24 +220,41 @@ class Metric(abc.ABC):
 
     def _settle(self, wait: bool = True) -> None:
         """Fold the pending chunks in, in update order: all of them (waiting for the device), or only those
-        ready without waiting. A chunk whose update had bad input raises here, naming that update; it is
-        left out and the others are kept."""
-        pending = self.__dict__.get("_pending")
-        while pending:
-            number, item = pending[0]
+        ready. A chunk whose update had bad input (found on the device) is left out, the others kept; its
+        error is raised by the first waiting settle (a state reader), naming that update, never by another
+        update (whose own chunk was accepted)."""
+        pending = self.__dict__.get("_pending") or []
+        j = 0
+        while j < len(pending):
+            number, item = pending[j]
             if isinstance(item, Pending):
                 if not (wait or item.ready()):
                     return
                 try:
                     item = item.chunk()
-                except (TypeError, ValueError) as e:
-                    del pending[0]
-                    raise type(e)(
-                        f"update #{number} of this {type(self).__name__} (counted since it was made or reset; "
-                        f"found on the device after that update returned, and left out): {e}"
-                    ) from e
-            del pending[0]
+                except Exception as e:  # noqa: BLE001 - dropped whatever it is: a stuck chunk would block every read
+                    item = self._late_error(number, e)
+            if isinstance(item, BaseException):
+                if wait:
+                    del pending[j]
+                    raise item
+                pending[j] = (number, item)  # contributes nothing: later chunks may be folded past it
+                j += 1
+                continue
+            del pending[j]
             self._add(item)
+
+    def _late_error(self, number: int, e: Exception) -> Exception:
+        """The error of update ``number`` found after it returned: bad input (TypeError/ValueError) says which
+        update it was; anything else is raised as it is."""
+        if not isinstance(e, (TypeError, ValueError)):
+            return e
+        out = type(e)(
+            f"update #{number} of this {type(self).__name__} (counting from when it was made or reset; "
+            f"found on the device after that update returned; it was left out): {e}"
+        )
+        out.__cause__ = e
+        return out
 
     def _replace_state(self, parts: dict[str, Any]) -> None:
         with _STATE_LOCK:
@@ -243,6 +283,8 @@ class Metric(abc.ABC):
     def merge(self: M, other: M) -> M:
         """A new metric object holding both states (self's items first)."""
         self.check_compatible(other)
+        self._wait_pending()
+        other._wait_pending()
         with _STATE_LOCK:
             self._settle()
             other._settle()

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _gpu, _validate
 from ._ext import _dense
-from ._metric import Metric, Plan, concat, one_score, ratios
+from ._metric import Metric, Plan, concat, once, one_score, ratios
 
 TIES = ("sklearn", "optimistic", "pessimistic")
 # (count ties before the target, count ties after it) for each rule.
@@ -208,12 +208,14 @@ class _RankMetric(Metric):
     def _check_classes(self, n_classes: int) -> None:
         """Options that depend on the number of classes (k for top-k accuracy)."""
 
-    def _stats(self, scores, targets, sample_weight, num_threads, device):
-        if sample_weight is None and _gpu.use_gpu(device, scores, targets):  # no wait for the GPU here
+    def _stats(self, scores, targets, sample_weight, num_threads, device, later=True):
+        if later and sample_weight is None and _gpu.use_gpu(device, scores, targets):  # no wait for the GPU
+            rows = _gpu.device_rows(scores, "scores")
+            self._check_classes(rows.n_classes)
             before, after = _TIE_SIDES[self.ties]
-            later = _gpu.ranks_later(scores, targets, before, after, self.ignore_index, _rank_chunk)
-            self._check_classes(later.n_classes)
-            return later
+            return _gpu.row_later(
+                "rank_rows", rows, targets, self.ignore_index, None, np.int64, _rank_chunk, before, after
+            )
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
         self._check_classes(a.n_classes)
         w = None if sample_weight is None else _validate.as_weights(sample_weight, r.size, counted=counted.reshape(-1))
@@ -384,11 +386,7 @@ def topk_accuracy(
     >>> tm.topk_accuracy(scores, [2, 0, 1], k=(1, 2))
     array([0.33333333, 1.        ])
     """
-    return (
-        TopKAccuracy(k, ties, ignore_index)
-        .update(scores, targets, sample_weight, num_threads=num_threads, device=device)
-        .compute()
-    )
+    return once(TopKAccuracy(k, ties, ignore_index), scores, targets, sample_weight, num_threads, device)
 
 
 def mean_reciprocal_rank(
@@ -419,8 +417,4 @@ def mean_reciprocal_rank(
     >>> tm.mean_reciprocal_rank(np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]]), [2, 0])
     0.75
     """
-    return (
-        MeanReciprocalRank(ties, ignore_index)
-        .update(scores, targets, sample_weight, num_threads=num_threads, device=device)
-        .compute()
-    )
+    return once(MeanReciprocalRank(ties, ignore_index), scores, targets, sample_weight, num_threads, device)

@@ -20,7 +20,7 @@ import numpy as np
 from . import _gpu, _validate
 from ._exact import ExactSum, exact_sum
 from ._ext import _dense
-from ._metric import Metric, Plan, concat, one_score, ratios
+from ._metric import Metric, Plan, concat, once, one_score, ratios
 
 REDUCTIONS = ("token", "sequence", "none")
 INPUTS = ("logits", "log_probs", "probs", "nll")
@@ -246,8 +246,8 @@ class Perplexity(Metric):
         with np.errstate(divide="ignore", invalid="ignore"):  # p = 0 gives inf; positions not counted are not read
             return -np.log(np.where(counted, v, 1.0)), counted
 
-    def _stats(self, x, targets, mask, num_threads, device):
-        if self.input == "logits" and targets is not None and _gpu.use_gpu(device, x, targets):
+    def _stats(self, x, targets, mask, num_threads, device, later=True):
+        if later and self.input == "logits" and targets is not None and _gpu.use_gpu(device, x, targets):
             return _gpu.nll_later(x, targets, self.ignore_index, mask, _token_chunk)  # no wait for the GPU here
         return _token_chunk(*self._token_nll(x, targets, mask, num_threads, device))
 
@@ -355,11 +355,7 @@ def perplexity(
         if not n:
             return float("nan")
         return _exp(exact_sum(nll) / n)  # the kernels give 0 where not counted
-    return (
-        Perplexity(ignore_index, reduction)
-        .update(logits, targets, mask, num_threads=num_threads, device=device)
-        .compute()
-    )
+    return once(Perplexity(ignore_index, reduction), logits, targets, mask, num_threads, device)
 
 
 def perplexity_from_log_probs(

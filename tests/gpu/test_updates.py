@@ -127,6 +127,125 @@ def test_finished_chunks_are_folded_at_the_next_update(rng):
     same(m.compute(), feed(reference(tm.metrics.Perplexity(ignore_index=-100)), data, True).compute())
 
 
+def test_the_copy_back_is_asynchronous_on_the_default_stream_too(rng, monkeypatch):
+    """numba copies synchronously when given stream 0: the legacy default stream goes as a stream object."""
+    streams = []
+    real = type(dev(np.zeros(1))).copy_to_host
+
+    def spy(self, ary=None, stream=0):
+        streams.append(stream)
+        return real(self, ary, stream=stream)
+
+    monkeypatch.setattr(type(dev(np.zeros(1))), "copy_to_host", spy)
+    x, t = batches(rng, n=1)[0]
+    tm.metrics.Perplexity(ignore_index=-100).update(dev(x), dev(t))
+    assert streams and all(bool(s) for s in streams), streams
+
+
+def test_an_earlier_error_is_not_raised_by_a_later_update(rng):
+    data = batches(rng)
+    bad = data[1][1].copy()
+    bad[0, 1] = 23
+    m = tm.metrics.Perplexity(ignore_index=-100)
+    m.update(dev(data[0][0]), dev(data[0][1]))
+    m.update(dev(data[1][0]), dev(bad))  # found at once (the simulator is done): kept, raised by a reader
+    m.update(dev(data[2][0]), dev(data[2][1]))  # its own chunk is accepted: no error here
+    with pytest.raises(ValueError, match=r"update #2 of this Perplexity"):
+        m.compute()
+    expect = feed(reference(tm.metrics.Perplexity(ignore_index=-100)), [data[0], data[2]], True)
+    same(m.compute(), expect.compute())
+
+
+def test_no_failure_blocks_the_metric(rng, not_ready, monkeypatch):
+    """Any error of a pending chunk is raised once, by the reader that found it; the chunk is left out."""
+    data = batches(rng, n=2)
+    m = feed(tm.metrics.Perplexity(ignore_index=-100), data, True)
+    real = _gpu.Later.chunk
+    calls = []
+
+    def once_broken(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a driver error")
+        return real(self)
+
+    monkeypatch.setattr(_gpu.Later, "chunk", once_broken)
+    with pytest.raises(RuntimeError, match="a driver error"):
+        m.compute()
+    same(m.compute(), feed(reference(tm.metrics.Perplexity(ignore_index=-100)), data[1:], True).compute())
+    # targets changed before the chunk was read: the kernel's finding is still reported, as bad input
+    t = data[0][1].copy()
+    t[0, 1] = 30
+    t_dev = dev(t)
+    m = tm.metrics.Perplexity(ignore_index=-100).update(dev(data[0][0]), t_dev)
+    t_dev.copy_to_device(np.zeros_like(t))
+    with pytest.raises(ValueError, match=r"update #1 .*outside \[0, 23\), which the targets no longer hold"):
+        m.compute()
+
+
+def test_one_shot_calls_and_their_errors_stay_synchronous(rng, monkeypatch):
+    x = rng.standard_normal((6, 7)).astype(np.float32)
+    t = rng.integers(0, 7, 6)
+    t[2] = 99
+    for call in (
+        lambda: tm.topk_accuracy(dev(x), dev(t), k=2),
+        lambda: tm.mean_reciprocal_rank(dev(x), dev(t)),
+        lambda: tm.perplexity(dev(x), dev(t), reduction="sequence"),
+    ):
+        with pytest.raises(ValueError, match=r"^targets must lie in \[0, 7\)"):  # the CPU path's words
+            call()
+    launched = []
+    monkeypatch.setattr(_gpu, "row_later", lambda *a, **k: launched.append(1))
+    with pytest.raises(ValueError, match="k must"):
+        tm.metrics.TopKAccuracy(k=50).update(dev(x), dev(np.abs(t) % 7))  # checked before any launch
+    assert not launched
+
+
+def test_device_targets_with_a_host_mask_stay_on_the_device(rng, not_ready, monkeypatch):
+    x, t = batches(rng, n=1)[0]
+    mask = (rng.random(t.shape) < 0.7) & (t != -100)
+    t = np.where(t < 0, 0, t)
+    expect = tm.metrics.Perplexity(input="nll").update(
+        tm.token_nll(dev(x), dev(t), mask=dev(mask)).copy_to_host(), mask=mask
+    )
+
+    def no_host(a):
+        raise AssertionError("the targets were brought to the host")
+
+    monkeypatch.setattr(_gpu, "to_host", no_host)
+    m = tm.metrics.Perplexity().update(dev(x), dev(t), mask=mask)
+    same(m.compute(), expect.compute())
+
+
+def test_a_forked_child_reading_pending_results_gets_a_clear_error(rng, not_ready):
+    import os
+
+    x, t = batches(rng, n=1)[0]
+    m = tm.metrics.Perplexity(ignore_index=-100).update(dev(x), dev(t))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        import signal
+
+        signal.alarm(120)
+        msg = b"no error"
+        try:
+            try:
+                m.compute()
+            except RuntimeError as e:
+                msg = str(e).encode()
+            del m  # dropping it in the child touches no driver
+        finally:
+            os.write(w, msg)
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        got = f.read().decode()
+    os.waitpid(pid, 0)
+    assert "forked from one that had already used CUDA" in got, got
+    same(m.compute(), feed(reference(tm.metrics.Perplexity(ignore_index=-100)), [(x, t)], True).compute())
+
+
 def test_weighted_rank_updates_stay_synchronous(rng):
     x = rng.standard_normal((20, 9)).astype(np.float32)
     t = rng.integers(0, 9, 20)
@@ -142,11 +261,13 @@ def test_update_does_not_wait_for_the_gpu(rng):
 
     x = torch.randn(4, 512, 4096, device="cuda", dtype=torch.bfloat16)
     t = torch.randint(0, 4096, (4, 512), device="cuda")
-    host = tm.metrics.Perplexity().update(x.float().cpu().to(torch.bfloat16), t.cpu())
-    for targets in (t, t.cpu()):  # device targets, and host ones (uploaded without a wait)
-        m = tm.metrics.Perplexity()
-        torch.cuda._sleep(2_000_000_000)  # about a second of GPU time queued before the update
-        m.update(x, targets)
-        assert not torch.cuda.current_stream().query(), "update waited for the GPU"
-        assert len(m._pending) == 1
-        same(m.compute(), host.compute())
+    expect = tm.metrics.Perplexity(input="nll").update(tm.token_nll(x, t).cpu().numpy())  # today's synchronous path
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):  # the default stream and a side stream
+        with torch.cuda.stream(stream):
+            for targets in (t, t.cpu()):  # device targets, and host ones (uploaded without a wait)
+                m = tm.metrics.Perplexity()
+                torch.cuda._sleep(2_000_000_000)  # about a second of GPU time queued before the update
+                m.update(x, targets)
+                assert not stream.query(), "update waited for the GPU"
+                assert len(m._pending) == 1
+                same(m.compute(), expect.compute())
