@@ -1,5 +1,8 @@
 """perplexity_from_hidden / token_nll_from_hidden against PyTorch's cross entropy of the full logits."""
 
+import contextlib
+import types
+
 import numpy as np
 import pytest
 import torch
@@ -96,6 +99,105 @@ def test_memory_stays_a_slice(rng, monkeypatch):
     monkeypatch.setattr(lm_head._dense, "fold_rows", spy)
     tm.token_nll_from_hidden(h, w, t, ignore_index=-100, max_bytes=40 * 1024 * 4)
     assert max(s[0] * s[2] for s in seen) * 4 <= 40 * 1024 * 4 and len(seen) > 1
+
+
+def test_gpu_plan_at_llama_scale():
+    """The default GPU budget at 8 x 4,096 rows, d = 4,096, V = 128,256 in bf16 (issue 41): the two slice buffers,
+    a block's gathered hidden rows, the fold's state (greedy: 5 arrays), the targets and the row index in at most
+    256 MiB, with blocks and slices wide enough for cuBLAS."""
+    rows, d, V = 8 * 4096, 4096, 128256
+    block, width = lm_head._plan(rows, V, d, 2, None, lm_head.GPU_BUDGET_MAX, slots=2)
+    extra = 2 * block * width * 2 + block * d * 2 + rows * 8 * (5 + 2)
+    assert extra <= 256 << 20 and block >= 4096 and width >= 8192, (block, width, extra / 2**20)
+
+
+def test_gpu_overlap_puts_each_fold_between_its_buffers_gemms(rng, monkeypatch):
+    """The two-stream schedule (``_Overlap``) with stand-in streams and events that log what is queued where, on
+    CPU tensors (a GPU runs it for real: tests/gpu): each fold, on the second stream, comes after the GEMM that
+    wrote its buffer and before the next GEMM into that buffer, but not before the next slice's GEMM (the
+    overlap); every slice is kept for the second stream; the caller's stream ends behind every fold. A wait
+    orders after the event's last record queued before it, as in CUDA. The numbers are the one-stream path's."""
+    log = []
+
+    class Event:
+        def record(self, stream):
+            log.append((stream, "record", self))
+
+    class Stream:
+        def __init__(self, name="side"):
+            self.name = name
+
+        def wait_event(self, event):
+            log.append((self, "wait", event))
+
+        def wait_stream(self, other):
+            log.append((self, "join", other))
+
+    main, current = Stream("main"), []
+
+    @contextlib.contextmanager
+    def on(stream):
+        current.append(stream)
+        yield
+        current.pop()
+
+    cuda = types.SimpleNamespace(current_stream=lambda d: main, Stream=lambda d: Stream(), Event=Event, stream=on)
+    multiply, add = lm_head._multiply, lm_head._CpuFold.add
+
+    def gemm(*args):
+        out = multiply(*args)
+        log.append((main, "gemm", out.data_ptr()))
+        return out
+
+    def fold(self, logits, *args):
+        log.append((current[-1], "fold", logits.data_ptr()))
+        add(self, logits, *args)
+
+    h = torch.from_numpy(rng.standard_normal((11, 8)).astype(np.float32))
+    w = torch.from_numpy(rng.standard_normal((300, 8)).astype(np.float32))
+    t = rng.integers(0, 300, 11)
+    rows = np.flatnonzero(np.arange(11) % 4 != 1)  # 8 rows: 2 blocks x 5 slices
+    want = lm_head._rows_torch(h, w, None, rows, t[rows], 64, 1, block=4)
+    with monkeypatch.context() as m:
+        m.setattr(lm_head, "_Serial", lambda: lm_head._Overlap(types.SimpleNamespace(cuda=cuda), None))
+        m.setattr(torch.Tensor, "record_stream", lambda x, s: log.append((s, "keep", x.data_ptr())), raising=False)
+        m.setattr(lm_head, "_multiply", gemm)
+        m.setattr(lm_head._CpuFold, "add", fold)
+        got = lm_head._rows_torch(h, w, None, rows, t[rows], 64, 1, block=4)
+    np.testing.assert_array_equal(got, want)
+
+    before: dict = {i: [] for i in range(len(log))}  # i -> the ops that happen before op i
+    last: dict = {}  # stream -> its last op; event -> its last record
+    for i, (stream, op, x) in enumerate(log):
+        before[i] += [last[k] for k in (stream, x) if k in last and (k is stream or op in ("wait", "join"))]
+        last[stream] = i
+        if op == "record":
+            last[x] = i
+
+    def after(i, j):  # op j happens after op i
+        seen, todo = set(), [j]
+        while todo:
+            k = todo.pop()
+            if k == i:
+                return True
+            if k not in seen:
+                seen.add(k)
+                todo += before[k]
+        return False
+
+    folds = [i for i, (s, op, _) in enumerate(log) if op == "fold"]
+    assert len(folds) == 10 and all(log[i][0].name == "side" for i in folds)
+    assert len({log[i][2] for i in folds}) == 2  # two buffers, taken in turn
+    for f in folds:
+        ptr = log[f][2]
+        made = max(i for i in range(f) if log[i][1:] == ("gemm", ptr))
+        assert after(made, f)
+        assert any(log[i] == (log[f][0], "keep", ptr) for i in range(made, f))
+        for g in (i for i in range(f, len(log)) if log[i][1:] == ("gemm", ptr)):
+            assert after(f, g)
+    assert log[-1][:2] == (main, "join") and all(after(f, len(log) - 1) for f in folds)
+    gemms = [i for i, (s, op, _) in enumerate(log) if op == "gemm"]
+    assert not any(after(f, g) for f, g in zip(folds, gemms[1:]))  # the next GEMM never waits for this fold
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,14 @@ the model's forward pass would), and each slice is folded at once into a
 running log-sum-exp per row (the fused NLL kernel's, carried across slices:
 ``_dense.fold_rows``) and the target's logit. Memory is O(rows x slice).
 Positions that are not counted (``ignore_index``, ``mask``) are never
-multiplied.
+multiplied. On CUDA each slice is folded on a second stream while the next
+is multiplied, and the host waits once a call (``_rows_torch``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,11 @@ from ._ext import _dense
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
-GPU_BUDGET_MAX = 896 << 20  # on a GPU: a quarter of the free memory, at most this: wide slices keep cuBLAS busy,
-#                            and beside a model's last hidden states (lm_perplexity) the peak stays under 1 GiB
+GPU_BUDGET_MAX = 192 << 20  # on a GPU: a quarter of the free memory, at most this. It holds two slices (one
+#   multiplied while the other is folded) and a block's gathered hidden rows: for 4,096 rows of d = 4,096 in bf16,
+#   slices of 10,240 columns (wide enough for cuBLAS, which wants several thousand), and with the fold's state the
+#   call's extra peak stays under 256 MiB (issue 41; 896 MiB of one slice at a time took 0.88 GiB)
+GPU_OVERLAP = True  # on CUDA each fold on a second stream (False: behind its GEMM on the caller's, for timings)
 _MAX_ROWS = 4096  # rows per block: keeps slices wide enough for an efficient multiply
 _FULL_ROWS = 1024  # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
 
@@ -77,17 +82,20 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
     return h.reshape(-1, h.shape[-1]), w, b, tuple(h.shape[:-1]), kind
 
 
-def _plan(rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budget: int) -> tuple[int, int]:
-    """(rows per block, vocabulary columns per slice): a block's logits slice and its copy of the hidden rows
-    (d wide) in at most ``budget`` bytes. Whole rows of the vocabulary when enough of them fit (one fold a
-    block), else slices sized for _MAX_ROWS rows."""
-    if chunk is None and budget // ((vocab + d) * itemsize) >= min(rows, _FULL_ROWS):
+def _plan(
+    rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budget: int, slots: int = 1
+) -> tuple[int, int]:
+    """(rows per block, vocabulary columns per slice): ``slots`` logits slices of a block (2 on a GPU: one is
+    multiplied while the other is folded) and its copy of the hidden rows (d wide) in at most ``budget``
+    bytes. Whole rows of the vocabulary when enough of them fit (one fold a block), else slices sized for
+    _MAX_ROWS rows."""
+    if chunk is None and budget // ((slots * vocab + d) * itemsize) >= min(rows, _FULL_ROWS):
         chunk = vocab
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
-        chunk = max(256, budget // (block * itemsize) - d) // 64 * 64
+        chunk = max(256, (budget // (block * itemsize) - d) // slots) // 64 * 64
     chunk = min(chunk, vocab)
-    block = max(1, min(rows, budget // ((chunk + d) * itemsize)))
+    block = max(1, min(rows, budget // ((slots * chunk + d) * itemsize)))
     # Equal blocks, not full ones and a small remainder: each block multiplies the whole weight, and a
     # small block's multiply costs about a full one's (the weight slices are packed again for it).
     blocks = -(-rows // block)
@@ -107,7 +115,8 @@ def _mapped(logit_map, logits):
 
 
 def _budget(h, kind: str, max_bytes: int | None) -> int:
-    """Bytes of logits to hold at once: the caller's, else 64 MiB on the CPU, else from the GPU's free memory."""
+    """Bytes of logits (and hidden rows) to hold at once: the caller's, else 64 MiB on the CPU, else from the GPU's
+    free memory, at most GPU_BUDGET_MAX."""
     if max_bytes is not None:
         return _validate.check_int(max_bytes, "max_bytes", minimum=1)
     if kind == "torch" and h.device.type == "cuda":
@@ -147,14 +156,16 @@ def _head_pass(
     if idx.size == 0:
         return nll.reshape(shape), counted, None if top is None else top.reshape(shape)
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
-    block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes))
-    for r0 in range(0, idx.size, block):
-        rows = idx[r0 : r0 + block]
-        t_rows = t64[rows]
-        if kind == "numpy":
-            out = _rows_numpy(h[rows], w, b, t_rows, width, threads, logit_map, greedy=greedy)
-        else:
-            out = _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map, greedy=greedy)
+    slots = 2 if kind == "torch" and h.device.type == "cuda" else 1  # _rows_torch's slice buffers
+    block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes), slots)
+    if kind == "torch":  # every block in one call: on a GPU the fold's state stays there until the end
+        parts = [(idx, _rows_torch(h, w, b, idx, t64[idx], width, threads, logit_map, greedy=greedy, block=block))]
+    else:
+        blocks = [idx[r0 : r0 + block] for r0 in range(0, idx.size, block)]
+        parts = [
+            (rows, _rows_numpy(h[rows], w, b, t64[rows], width, threads, logit_map, greedy=greedy)) for rows in blocks
+        ]
+    for rows, out in parts:
         if greedy:
             nll[rows], top[rows] = out
         else:
@@ -186,9 +197,9 @@ class _CpuFold:
         self.arg = np.full(n, -1, np.int64) if greedy else None
         self.state = (np.full(n, -np.inf), np.zeros(n), np.zeros(n, np.uint8), np.zeros(n))
 
-    def add(self, logits: Any, v0: int) -> None:
-        """Fold ``logits`` (rows, width), the vocabulary's columns [v0, v0 + width): a float32/float64 ndarray
-        or a contiguous torch CPU tensor of any float dtype."""
+    def add(self, logits: Any, v0: int, r0: int = 0) -> None:
+        """Fold ``logits`` (rows, width), the rows [r0, r0 + rows) and the vocabulary's columns [v0, v0 + width):
+        a float32/float64 ndarray or a contiguous torch CPU tensor of any float dtype."""
         if is_torch(logits):
             import torch
 
@@ -202,14 +213,15 @@ class _CpuFold:
             code = codes[logits.dtype]
         else:
             x, code = logits, _validate.F32 if logits.dtype == np.float32 else _validate.F64
+        part = slice(r0, r0 + x.shape[0])
         M, S, bad, tl = self.state
         if self.arg is None:
-            _dense.fold_rows(x[:, None, :], code, M, S, bad, self.threads)
+            _dense.fold_rows(x[:, None, :], code, M[part], S[part], bad[part], self.threads)
         else:
-            _dense.score_rows(x[:, None, :], code, v0, M, S, bad, self.arg, self.threads)
-        t = self.targets
+            _dense.score_rows(x[:, None, :], code, v0, M[part], S[part], bad[part], self.arg[part], self.threads)
+        t = self.targets[part]
         live = np.flatnonzero((t >= v0) & (t < v0 + x.shape[1]))
-        tl[live] = _to_float64(x[live, t[live] - v0], code)
+        tl[r0 + live] = _to_float64(x[live, t[live] - v0], code)
 
     def result(self) -> tuple:
         return self.state if self.arg is None else (*self.state, self.arg)
@@ -231,49 +243,142 @@ def _rows_numpy(hb, w, b, t_rows, width, threads, logit_map=None, greedy=False):
     return _finish(fold.result(), t_rows)
 
 
-def _cpu_autocast(torch: Any) -> bool:
+def _autocast(torch: Any, device_type: str) -> bool:
     try:
-        return bool(torch.is_autocast_enabled("cpu"))
+        return bool(torch.is_autocast_enabled(device_type))
     except TypeError:  # torch < 2.4 takes no device type
-        return bool(torch.is_autocast_cpu_enabled())
+        return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
-def _rows_torch(h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False):
-    """One block of rows from torch tensors, multiplied by ``F.linear`` a slice at a time; each slice folded
-    by our kernel: ``_CpuFold`` on the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is;
-    True with CPU tensors runs the CUDA simulator's copy of the kernel in tests)."""
+class _Serial:
+    """Slices made and folded one after the other: one slice buffer, nothing to order. On the CPU; in the
+    simulator, whose fold copies each slice over; on CUDA without GPU_OVERLAP, the fold behind its GEMM on the
+    caller's stream (the stream's order keeps the buffer until it was read)."""
+
+    slots = 1
+
+    def reuse(self, slot: int) -> None:
+        pass
+
+    @contextmanager
+    def folding(self, slot: int, logits: Any) -> Iterator[None]:
+        yield
+
+    def join(self) -> None:
+        pass
+
+
+class _Overlap:
+    """The GEMMs on the caller's stream, the folds on a second one, two slice buffers: one slice is folded while
+    the next is multiplied into the other buffer. Events order them on the device, never the host: a fold
+    waits for its GEMM, a GEMM for the fold that last read its buffer. ``join`` puts the caller's stream
+    behind every fold: before the copy back, and before what the call made on that stream is freed (torch
+    then reuses the memory in that stream's order)."""
+
+    slots = 2
+
+    def __init__(self, torch: Any, device: Any):
+        self.cuda = torch.cuda
+        self.main = torch.cuda.current_stream(device)
+        self.side = torch.cuda.Stream(device)
+        self.made = [torch.cuda.Event() for _ in range(self.slots)]
+        self.read = [torch.cuda.Event() for _ in range(self.slots)]
+
+    def reuse(self, slot: int) -> None:
+        self.main.wait_event(self.read[slot])  # (an event never recorded: no wait)
+
+    @contextmanager
+    def folding(self, slot: int, logits: Any) -> Iterator[None]:
+        self.made[slot].record(self.main)
+        self.side.wait_event(self.made[slot])
+        logits.record_stream(self.side)  # a tensor made per slice (logit_map, autocast): kept until its fold ran
+        with self.cuda.stream(self.side):  # device_rows queues the fold on the current stream
+            yield
+        self.read[slot].record(self.side)
+
+    def join(self) -> None:
+        self.main.wait_stream(self.side)
+
+
+def _blocks(torch: Any, h: Any, rows: np.ndarray, block: int) -> Iterator[tuple[int, Any]]:
+    """(first row, its hidden rows) for each block of ``rows`` (ascending). On a GPU the index goes over once,
+    from pinned memory behind the queued work, and each block is gathered there; with every row counted,
+    blocks are slices of h, no gather. On the CPU each block is gathered from the host index."""
+    n = len(rows)
+    if h.device.type != "cuda":
+        for r0 in range(0, n, block):
+            yield r0, h[torch.as_tensor(rows[r0 : r0 + block], device=h.device)]
+    elif h.is_contiguous() and np.array_equal(rows, np.arange(len(h))):
+        for r0 in range(0, n, block):
+            yield r0, h[r0 : r0 + block]
+    else:
+        index = torch.from_numpy(np.ascontiguousarray(rows, np.int64)).pin_memory().to(h.device, non_blocking=True)
+        for r0 in range(0, n, block):
+            yield r0, h.index_select(0, index[r0 : r0 + block])
+
+
+def _buffers(torch: Any, h: Any, size: int, slots: int) -> list | None:
+    """``slots`` buffers of ``size`` elements that slices are multiplied into, or None for ``F.linear``'s fresh
+    tensors: under autocast (it does not cover out= calls) and on other devices. On the CPU a fresh (rows,
+    width) tensor a slice was handed back to the OS and faulted in again each time (the multiply ran at a
+    third of its speed: docs/performance.md)."""
+    if h.device.type not in ("cpu", "cuda") or _autocast(torch, h.device.type):
+        return None
+    return [torch.empty(size, dtype=h.dtype, device=h.device) for _ in range(slots)]
+
+
+def _multiply(torch: Any, hb: Any, w: Any, b: Any, v0: int, v1: int, buf: Any) -> Any:
+    """The logits of ``hb`` for the vocabulary's columns [v0, v1) as the model's head makes them: ``F.linear``,
+    or into ``buf`` the mm/addmm it calls (the same bits)."""
+    ws, bs = w[v0:v1], None if b is None else b[v0:v1]
+    if buf is None:
+        return torch.nn.functional.linear(hb, ws, bs)
+    out = buf[: len(hb) * (v1 - v0)].view(len(hb), v1 - v0)
+    if bs is None:
+        return torch.mm(hb, ws.t(), out=out)
+    return torch.addmm(bs, hb, ws.t(), out=out)
+
+
+def _rows_torch(
+    h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False, block=None
+):
+    """The rows ``rows`` of h (ascending), a block of ``block`` rows (default: all) and a slice of the
+    vocabulary at a time, multiplied as ``F.linear`` does and each slice folded by our kernel: ``_CpuFold`` on
+    the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is; True with CPU tensors runs the CUDA
+    simulator's copy of the kernel in tests). On CUDA every block folds into one state on the device, each
+    fold overlapping the next GEMM (``_Overlap``), and the host waits once, for the state's copy back."""
     import torch
-    import torch.nn.functional as F
 
+    cuda = h.device.type == "cuda"
     on_gpu = h.device.type != "cpu" if on_gpu is None else on_gpu
-    hb = h[torch.as_tensor(rows, device=h.device)]
-    fold: Any  # the fold's interface: add(logits, v0), result()
+    block = max(1, len(rows) if block is None else block)
+    fold: Any  # the fold's interface: add(logits, v0, r0), result()
     if on_gpu:
         from ._gpu import HeadFold
 
-        fold = HeadFold(t_rows, greedy)
+        fold = HeadFold(t_rows, greedy, h.device if cuda else None)
     else:
         fold = _CpuFold(t_rows, threads, greedy)
-    # On the CPU every slice is written into one buffer: a fresh (rows, width) tensor a slice was handed back to
-    # the OS and faulted in again each time (the multiply ran at a third of its speed: docs/performance.md).
-    # mm/addmm into it are the calls F.linear makes (same bits); autocast does not cover out= calls.
-    reuse = h.device.type == "cpu" and not _cpu_autocast(torch)
-    buf = torch.empty(len(rows) * width, dtype=h.dtype) if reuse else None
-    with torch.no_grad():
-        for v0 in range(0, w.shape[0], width):
-            v1 = min(v0 + width, w.shape[0])
-            if buf is None:
-                logits = F.linear(hb, w[v0:v1], None if b is None else b[v0:v1])  # as the model's head multiplies
-            else:
-                logits = buf[: len(rows) * (v1 - v0)].view(len(rows), v1 - v0)
-                if b is None:
-                    torch.mm(hb, w[v0:v1].t(), out=logits)
-                else:
-                    torch.addmm(b[v0:v1], hb, w[v0:v1].t(), out=logits)
-            if logit_map is not None:
-                logits = _mapped(logit_map, logits).contiguous()
-            fold.add(logits, v0)
-            del logits  # before the next slice is made: one slice at a time (the fold is queued on its stream)
+    pipe = _Overlap(torch, h.device) if cuda and GPU_OVERLAP else _Serial()
+    bufs = _buffers(torch, h, min(block, len(rows)) * width, pipe.slots)
+    k = 0  # slices made so far
+    try:
+        with torch.no_grad():
+            for r0, hb in _blocks(torch, h, rows, block):
+                for v0 in range(0, w.shape[0], width):
+                    slot, k = k % pipe.slots, k + 1
+                    pipe.reuse(slot)
+                    logits = _multiply(
+                        torch, hb, w, b, v0, min(v0 + width, w.shape[0]), None if bufs is None else bufs[slot]
+                    )
+                    if logit_map is not None:
+                        logits = _mapped(logit_map, logits).contiguous()
+                    with pipe.folding(slot, logits):
+                        fold.add(logits, v0, r0)
+                    del logits  # before the next slice is made: one slice a buffer
+                del hb  # before the next block is gathered
+    finally:
+        pipe.join()
     return _finish(fold.result(), t_rows)
 
 
@@ -315,9 +420,10 @@ def token_nll_from_hidden(
         logits within ``max_bytes``).
     max_bytes : int, optional
         Bytes held at once: a block's logits slice and its copy of the
-        hidden rows. Default: 64 MiB on the CPU (BLAS is at full speed well
-        before that); on a GPU a quarter of the free memory, at most 896 MiB
-        (wide enough to keep cuBLAS busy).
+        hidden rows (on a GPU two slices: one is multiplied while the other
+        is folded). Default: 64 MiB on the CPU (BLAS is at full speed well
+        before that); on a GPU a quarter of the free memory, at most 192 MiB
+        (slices still wide enough to keep cuBLAS busy).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
     logit_map : callable, optional

@@ -12,6 +12,7 @@ import pytest
 from numba import cuda
 
 import turbometrics as tm
+from turbometrics._kernels.cuda import SIM
 
 pytestmark = pytest.mark.gpu  # run by tests/test_cuda.py under the simulator, or on a GPU
 
@@ -252,8 +253,9 @@ def test_token_nll_long_rows(rng, row_kernel):
 )
 def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
     """The LM head's slices folded by fold_rows on the device (CUDA tensors on a GPU; CPU tensors copied
-    to the simulator's device) against the CPU kernel's fold of the same slices. Layouts: a block per row,
-    a warp per row (each simulated launch takes seconds, hence one layout for most dtypes)."""
+    to the simulator's device) against the CPU kernel's fold of the same slices, in blocks of 2 rows (each
+    folding into its rows of the call's one state). Layouts: a block per row, a warp per row (each simulated
+    launch takes seconds, hence one layout for most dtypes)."""
     import torch
 
     from turbometrics import _gpu, lm_head
@@ -270,7 +272,7 @@ def test_lm_head_fold_equals_the_cpu_fold(rng, dtype, layouts, monkeypatch):
     cpu = lm_head._rows_torch(h, w, b, rows, t[rows], 64, 1)  # three slices, the last one ragged
     for warp_row_max in layouts:
         monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", warp_row_max)
-        dev_ = lm_head._rows_torch(on(h), on(w), on(b), rows, t[rows], 64, 1, on_gpu=True)
+        dev_ = lm_head._rows_torch(on(h), on(w), on(b), rows, t[rows], 64, 1, on_gpu=True, block=2)
         np.testing.assert_allclose(dev_, cpu, rtol=1e-6, atol=1e-12)
         assert np.isnan(dev_[rows == 4]).all() and np.isfinite(dev_[rows != 4]).all()
     if torch.cuda.is_available():  # the public function on CUDA tensors
@@ -379,7 +381,9 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
         got = lm_head._rows_torch(on(h), on(w), on(b), rows, t, SCORE_WIDTH, 1, _score_map(), on_gpu=True, greedy=True)
         np.testing.assert_allclose(got[0], cpu[0], rtol=1e-12)  # NaN where the CPU has NaN
         np.testing.assert_array_equal(got[1], cpu[1])
-        gM, gS, gflag, gtl, garg = state(_gpu.HeadFold(t, greedy=True), on)
+        gM, gS, gflag, gtl, garg = state(
+            _gpu.HeadFold(t, greedy=True, device=on(h).device if on(h).is_cuda else None), on
+        )
         assert garg.dtype == np.int64 and len(garg) == n
         np.testing.assert_array_equal(gflag.astype(bool), bad)
         np.testing.assert_array_equal(flag.astype(bool), bad)
@@ -393,6 +397,105 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
         want = tm.token_scores_from_hidden(h, w, t, b, chunk=SCORE_WIDTH, logit_map=_score_map())
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_lm_head_moves_targets_and_state_once_a_call(rng, monkeypatch):
+    """One GPU head call on CPU tensors (numba's arrays hold the state), with one or several blocks and slices:
+    numba copies the targets and the fold's state to the device once and the state back once. The simulator
+    copies each logits slice over too, and nothing else; on a GPU torch moves them. (CUDA tensors on a GPU:
+    test_lm_head_two_streams.)"""
+    import torch
+
+    from turbometrics import _gpu, lm_head
+
+    h = torch.from_numpy(rng.standard_normal((7, 8))).float()
+    w = torch.from_numpy(rng.standard_normal((150, 8)) * 0.7).float()
+    t = rng.integers(0, 150, 7)
+    rows = np.flatnonzero(np.arange(7) != 2)  # 6 rows: no slice is 6 wide
+    api = _gpu._cuda()[0]
+    put, fake = api.to_device, type(api.to_device(np.zeros(1)))
+    back = fake.copy_to_host
+    ups, backs = [], []
+    monkeypatch.setattr(api, "to_device", lambda a, *args, **kw: ups.append(np.shape(a)) or put(a, *args, **kw))
+    monkeypatch.setattr(fake, "copy_to_host", lambda d, *args, **kw: backs.append(d.shape) or back(d, *args, **kw))
+    monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", 10**9)
+    for block, width in ((6, 150), (4, 64), (2, 40)):  # 1, 2 x 3 and 3 x 4 slices
+        ups.clear()
+        backs.clear()
+        got = lm_head._rows_torch(h, w, None, rows, t[rows], width, 1, on_gpu=True, block=block)
+        slices = -(-len(rows) // block) * -(-150 // width)
+        assert sorted(s for s in ups if s[-1] == len(rows)) == [(4, 6), (6,)], ups  # the state, the targets
+        assert len(ups) == 2 + (slices if SIM else 0) and backs == [(4, 6)]
+        np.testing.assert_allclose(got, lm_head._rows_torch(h, w, None, rows, t[rows], width, 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("every", [True, False], ids=["every row counted", "some rows"])
+def test_lm_head_two_streams(rng, every, monkeypatch):
+    """CUDA: each slice folded on a second stream while the next is multiplied gives the bits of the one-stream
+    path (each fold behind its GEMM on the caller's stream); the host does not wait before the copy back: no
+    synchronising call of torch's (its sync debug mode raises on them; the copy back waits on an event, which
+    that mode does not count) nor of numba's (a busy kernel queued first still runs when the copy back is
+    reached); one upload of the targets, one of the row index (none when every row is counted: no gather)
+    and one copy back, for 4-5 blocks x 8 slices; and no more memory than the plan's buffers and the state.
+    On a GPU only: the simulator has no CUDA tensors nor streams (tests/test_lm_head.py checks the schedule
+    with stand-ins), and its suite allows no skips."""
+    if SIM:
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from turbometrics import _gpu, lm_head
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    n, d, V, block, width = 600, 64, 5000, 128, 640
+    h = torch.randn(n, d, device="cuda", generator=g).to(torch.bfloat16)
+    w = (torch.randn(V, d, device="cuda", generator=g) * d**-0.5).to(torch.bfloat16)
+    t = rng.integers(0, V, n)
+    rows = np.arange(n) if every else np.flatnonzero(rng.random(n) < 0.75)
+
+    def call(greedy=False):
+        return lm_head._rows_torch(h, w, None, rows, t[rows], width, 1, greedy=greedy, block=block)
+
+    for greedy in (False, True):
+        two = call(greedy)  # (also the kernels' first call, before the checks below)
+        with monkeypatch.context() as m:
+            m.setattr(lm_head, "GPU_OVERLAP", False)
+            one = call(greedy)
+        for a, b in zip(two if greedy else (two,), one if greedy else (one,)):
+            np.testing.assert_array_equal(a, b)
+
+    result = _gpu.HeadFold.result
+    running = []
+    monkeypatch.setattr(_gpu.HeadFold, "result", lambda self: running.append(not busy.query()) or result(self))
+    torch.cuda.synchronize()
+    torch.cuda._sleep(500_000_000)  # about 0.25 s of a busy GPU
+    busy = torch.cuda.Event()
+    busy.record()
+    blocking = busy.query()  # launches that return when their kernel has run (compute-sanitizer): nothing to see
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        got = call()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert running == [True] or blocking
+    np.testing.assert_array_equal(got, call())
+    monkeypatch.undo()
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    call()
+    state = len(rows) * 8 * (4 + 1 + (0 if every else 1))  # the state, the targets, the row index
+    allowed = 2 * block * width * 2 + (0 if every else block * d * 2) + state
+    assert torch.cuda.max_memory_allocated() - base <= allowed + 8 * 512  # (torch rounds each block to 512 bytes)
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+    names = [e.name for e in prof.events()]
+    if not any("Memcpy" in x for x in names):
+        pytest.skip("the profiler saw no copies (no CUPTI)")
+    assert sum("HtoD" in x for x in names) == (1 if every else 2), names
+    assert sum("DtoH" in x for x in names) == 1, names
 
 
 def _token_batch(rng, b=5, vocab=6, width=14):
