@@ -164,7 +164,8 @@ def our_plan(h: torch.Tensor, w: torch.Tensor) -> tuple[int, int, str]:
         from turbometrics import lm_head
 
         budget = lm_head._budget(h, "torch", None)
-        block, width = lm_head._plan(n, v, d, h.element_size(), None, budget)
+        slots = 2 if h.is_cuda else 1  # two slice buffers on a GPU (one folded while the next is multiplied)
+        block, width = lm_head._plan(n, v, d, h.element_size(), None, budget, slots)
         return int(block), int(width), f"our plan: {block} rows x {width} columns"
     except Exception as e:  # noqa: BLE001 - a private helper that may have changed: fall back
         return -(-n // 8), v, f"8 row slices (our plan unreadable: {type(e).__name__}: {e})"
@@ -297,6 +298,17 @@ def main() -> int:
     else:
         skip("`F.linear_cross_entropy`", f"torch {torch.__version__} has none")
     run(ours + " (again, last)", lambda: tm.perplexity_from_hidden(h, w, t), value=float)
+    try:  # the same call with each fold behind its GEMM on one stream: what the second stream gains
+        from turbometrics import lm_head
+
+        lm_head.GPU_OVERLAP = False
+        run(
+            ours + ", one stream (`lm_head.GPU_OVERLAP = False`)",
+            lambda: tm.perplexity_from_hidden(h, w, t),
+            value=float,
+        )
+    finally:
+        lm_head.GPU_OVERLAP = True
 
     # The table.
     def mib(b) -> str:
