@@ -592,32 +592,20 @@ def test_shared_memory_limits(rng, monkeypatch):
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork() on this OS")
-def test_a_child_forked_after_gpu_use_gets_a_clear_error(rng):
+def test_a_child_forked_after_gpu_use_gets_a_clear_error(rng, in_forked_child):
     """CUDA cannot be used after fork(): the child's GPU call raises (never hangs); its CPU calls work."""
-    import os
-
     x = scores(rng, (4, 33))
     t = rng.integers(0, 33, 4)
     tm.perplexity(dev(x), t)  # the parent uses the GPU
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        import signal
 
-        signal.alarm(120)  # a hang ends the child, and the parent's read with it
-        msg = b"no error"
+    def child():
+        msg = "no error"
         try:
-            try:
-                tm.perplexity(x, t, device="cuda")
-            except RuntimeError as e:
-                msg = str(e).encode()
-            msg += b"|cpu ok" if tm.perplexity(x, t) == tm.perplexity(x.copy(), t) else b"|cpu wrong"
-        finally:
-            os.write(w, msg)
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        got = f.read().decode()
-    os.waitpid(pid, 0)
+            tm.perplexity(x, t, device="cuda")
+        except RuntimeError as e:
+            msg = str(e)
+        return msg + ("|cpu ok" if tm.perplexity(x, t) == tm.perplexity(x.copy(), t) else "|cpu wrong")
+
+    got = in_forked_child(child)
     assert "forked from one that had already used CUDA" in got and got.endswith("|cpu ok"), got
     assert tm.perplexity(dev(x), t) == pytest.approx(tm.perplexity(x, t), rel=1e-6)  # the parent still can
