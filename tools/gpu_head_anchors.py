@@ -42,14 +42,15 @@ there): Triton compiles the anchors' kernels on their first call; the float64 re
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
-import subprocess
 import time
 import warnings
 from importlib import metadata
 
 import torch
 import torch.nn.functional as F
+from gitinfo import commit  # (tools/ is on sys.path when a tool runs)
 
 import turbometrics as tm
 
@@ -67,17 +68,6 @@ def version(dist: str) -> str:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return "not installed"
-
-
-def commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
-        )
-        return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "") or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
 
 
 class Bench:
@@ -254,32 +244,20 @@ def main() -> int:
     ours = "turbometrics `perplexity_from_hidden`"
     run(ours, lambda: tm.perplexity_from_hidden(h, w, t), value=float)
 
-    if not gpu:
-        skip("Cut Cross-Entropy `linear_cross_entropy`", "needs a CUDA GPU (Triton)")
-    else:
+    anchors = [  # (label, distribution, module, function): the fused losses a user would pick instead
+        ("Cut Cross-Entropy", "cut-cross-entropy", "cut_cross_entropy", "linear_cross_entropy"),
+        ("Liger Kernel", "liger-kernel", "liger_kernel.transformers.functional", "liger_fused_linear_cross_entropy"),
+    ]
+    for label, dist, module, name in anchors:
+        if not gpu:
+            skip(f"{label} `{name}`", "needs a CUDA GPU (Triton)")
+            continue
         try:
-            from cut_cross_entropy import linear_cross_entropy
+            fn = getattr(importlib.import_module(module), name)
         except Exception as e:  # noqa: BLE001 - not installed (carry the wheel), or its import broke
-            skip("Cut Cross-Entropy `linear_cross_entropy`", f"import failed: {type(e).__name__}: {e}")
-        else:
-            run(
-                f"Cut Cross-Entropy {versions['cut-cross-entropy']} `linear_cross_entropy`",
-                lambda: linear_cross_entropy(h, w, t),
-                value=loss_ppl,
-            )
-    if not gpu:
-        skip("Liger Kernel fused linear cross-entropy", "needs a CUDA GPU (Triton)")
-    else:
-        try:
-            from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
-        except Exception as e:  # noqa: BLE001
-            skip("Liger Kernel fused linear cross-entropy", f"import failed: {type(e).__name__}: {e}")
-        else:
-            run(
-                f"Liger Kernel {versions['liger-kernel']} `liger_fused_linear_cross_entropy`",
-                lambda: liger_fused_linear_cross_entropy(h, w, t),
-                value=loss_ppl,
-            )
+            skip(f"{label} `{name}`", f"import failed: {type(e).__name__}: {e}")
+            continue
+        run(f"{label} {versions[dist]} `{name}`", lambda fn=fn: fn(h, w, t), value=loss_ppl)
     run("`F.linear` + `F.cross_entropy` (bf16 logits)", lambda: F.cross_entropy(F.linear(h, w), t), value=loss_ppl)
     run(
         "`F.linear` + `F.cross_entropy(logits.float())`",

@@ -27,11 +27,11 @@ the report's code runs. Expected to take about 15 s on an H100 after the imports
 from __future__ import annotations
 
 import argparse
-import subprocess
 import time
 
 import numpy as np
 import torch
+from gitinfo import commit  # (tools/ is on sys.path when a tool runs)
 
 import turbometrics as tm
 
@@ -42,17 +42,6 @@ def check(name: str, ok: bool, detail: str = "") -> None:
     global failed
     failed += not ok
     print(f"{'PASS' if ok else 'FAIL'} {name} {detail}".rstrip(), flush=True)
-
-
-def commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
-        )
-        return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "") or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
 
 
 def main() -> int:

@@ -1,0 +1,15 @@
+"""The commit a measurement ran at, for the GPU tools' reports (run from the repository's root)."""
+
+import subprocess
+
+
+def commit() -> str:
+    """The short hash of HEAD, with a mark when tracked files differ from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        )
+        return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "") or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
