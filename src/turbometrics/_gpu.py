@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _launch, _validate
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
 from ._metric import Pending
 
@@ -69,6 +70,8 @@ def _after_fork_in_child() -> None:
         _VIEWS.clear()
         _STREAMS.clear()
         _PINNED.clear()
+        _SCRATCH.clear()
+        _launch.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -389,12 +392,37 @@ def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targe
     return Targets((_upload(rows, t64), spare, False, -1, True), counted, (targets, ignore_index, mask))
 
 
-def _with_status(rows: Rows, dtype: Any) -> tuple:
+KEEP_MAX = 16 << 20  # bytes of scratch a kind of call may keep for the next (``_kept``)
+_SCRATCH: dict = {}  # (thread, device, kind, stream, what) -> device buffers (and views) kept for reuse
+
+
+def _kept(rows: Rows, what: tuple, make: Callable) -> Any:
+    """``make()``'s buffers, kept and handed to this thread's next call on the same stream that asks for
+    ``what``: for buffers whose contents never outlive a call (scratch, results copied to the host).
+    Making them (an allocation, numba's view of it, slices) costs more host time than the rest of a call.
+    Reuse is safe in the stream's order: the next kernel writes after this call's copy to the host was
+    queued; one stream used from two threads gets buffers for each."""
+    key = (threading.get_ident(), _index(rows), rows.kind, rows.stream, what)
+    got = _SCRATCH.get(key)
+    if got is None:
+        if len(_SCRATCH) >= 32:
+            _SCRATCH.clear()
+        got = _SCRATCH[key] = make()
+    return got
+
+
+def _with_status(rows: Rows, dtype: Any, scratch: bool = False) -> tuple:
     """(buffer, values, status): a value of ``dtype`` then a status byte per row in one device
-    buffer, so that both come back in one copy."""
+    buffer, so that both come back in one copy; with ``scratch`` (results that only go on to the
+    host) kept for reuse (``_kept``)."""
     n = rows.data.shape[0]
-    buf = _empty(rows, n + (n + 7) // 8, dtype)
-    return buf, buf[:n], buf[n:].view(np.uint8)[:n]
+
+    def make() -> tuple:
+        buf = _empty(rows, n + (n + 7) // 8, dtype)
+        return buf, buf[:n], buf[n:].view(np.uint8)[:n]
+
+    keep = scratch and n * (np.dtype(dtype).itemsize + 1) <= KEEP_MAX
+    return _kept(rows, ("status", n, np.dtype(dtype).str), make) if keep else make()
 
 
 def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
@@ -427,13 +455,19 @@ def _launch_rows(name: str, rows: Rows, *args) -> None:
     n, c = rows.data.shape[0], rows.n_classes
     group = 32 if c <= WARP_ROW_MAX_V else K.TPB
     per_block = K.TPB // group
-    getattr(K, name)(rows.widen, group)[(n + per_block - 1) // per_block, K.TPB, rows.stream](rows.data, *args)
+    grid = (n + per_block - 1) // per_block
+    _launch.launch(getattr(K, name)(rows.widen, group), grid, K.TPB, rows.stream, (rows.data, *args), _index(rows))
 
 
-def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *options) -> tuple:
+def _index(rows: Rows) -> int | None:
+    """The index of the GPU that torch input lives on (the direct launch's key), else None (numba's launch)."""
+    return None if rows.torch_device is None else rows.torch_device.index
+
+
+def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *options, scratch=False) -> tuple:
     """Row kernel ``name``'s buffers (``_with_status``), its targets and its launch, apart from the call so
     that benchmarks can time the kernel alone: (buf, values, status, Targets, launch)."""
-    buf, out, status = _with_status(rows, dtype)
+    buf, out, status = _with_status(rows, dtype, scratch)
     tg = device_targets(rows, targets, ignore_index, mask, status)
 
     def launch() -> None:
@@ -445,7 +479,7 @@ def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *opt
 
 def _row_results(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, host: bool, *options):
     """Run row kernel ``name`` with its targets; (values on the device, or on the host if ``host``; counted mask)."""
-    buf, out, status, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options)
+    buf, out, status, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options, scratch=host)
     launch()
     n = len(out)
     if host:
@@ -549,7 +583,7 @@ class Later(Pending):
 def row_later(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, finish: Callable, *options) -> Later:
     """Run row kernel ``name`` and queue its results' copy to the host: a ``Later`` that ends in
     ``finish(values shaped like the targets, counted mask)``."""
-    buf, out, _, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options)
+    buf, out, _, tg, launch = row_job(name, rows, targets, ignore_index, mask, dtype, *options, scratch=True)
     launch()
     return Later(buf, len(out), rows, tg, finish)
 
@@ -563,7 +597,10 @@ def _as_pairs(rows: Rows) -> Rows:
     cai = getattr(rows.data, "__cuda_array_interface__", None)  # the simulator's arrays have none
     if cai is not None and cai["data"][0] % 4:
         return rows
-    return replace(rows, data=rows.data.view(np.int32), widen=K.WIDEN_BF16_PAIRS, span=2)
+    pairs = rows.data.__dict__.get("_tm_pairs")  # kept on the view it is made from (cached by _view), and
+    if pairs is None:  # gone with it: numba makes a view in microseconds, a call's host budget
+        pairs = rows.data.__dict__["_tm_pairs"] = rows.data.view(np.int32)
+    return replace(rows, data=pairs, widen=K.WIDEN_BF16_PAIRS, span=2)
 
 
 def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
@@ -598,12 +635,16 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
         raise ValueError(f"x has {c} columns; the GPU top-k indexes rows with 32-bit integers")
     vals = _empty(rows, (n, k), rows.data.dtype)
     idx = _empty(rows, (n, k), np.int64)
-    cand_key = _empty(rows, n * k, np.int64)  # scratch for the radix-select path
-    cand_idx = _empty(rows, n * k, np.int64)
+
+    def scratch() -> tuple:  # for the radix-select path; kept for the next call when small
+        return _empty(rows, n * k, np.int64), _empty(rows, n * k, np.int64)
+
+    cand_key, cand_idx = _kept(rows, ("topk", n * k), scratch) if n * k <= KEEP_MAX // 16 else scratch()
 
     def launch() -> None:
         if n:
-            K.topk_rows(rows.widen)[n, K.TPB, rows.stream](rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
+            args = (rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
+            _launch.launch(K.topk_rows(rows.widen), n, K.TPB, rows.stream, args, _index(rows))
 
     return rows, vals, idx, launch
 

@@ -609,3 +609,70 @@ def test_a_child_forked_after_gpu_use_gets_a_clear_error(rng, in_forked_child):
     got = in_forked_child(child)
     assert "forked from one that had already used CUDA" in got and got.endswith("|cpu ok"), got
     assert tm.perplexity(dev(x), t) == pytest.approx(tm.perplexity(x, t), rel=1e-6)  # the parent still can
+
+
+def test_direct_launches_give_numbas_bits(rng, monkeypatch):
+    """Torch input's launches skip numba's per-call work (``_launch``) once numba launched a kind: the same
+    results, bit for bit, as numba's own launches, for every row kernel, top-k and the LM head's folds; and
+    each kind's flattening matched numba's on this numba-cuda (else the kind stays on numba's path, slower).
+    On a GPU only (torch CUDA tensors; the simulator never launches directly; its suite allows no skip)."""
+    if SIM:
+        return
+    import torch
+
+    from turbometrics import _launch
+
+    x = torch.from_numpy(scores(rng, (6, 50, 1001))).cuda()
+    t = torch.from_numpy(rng.integers(0, 1001, (6, 50))).cuda()
+    t[0, :7] = -100
+    h = torch.randn(300, 32, device="cuda")
+    w = torch.randn(1001, 32, device="cuda")
+
+    def calls():
+        return [
+            tm.token_nll(x, t, ignore_index=-100).cpu().numpy(),
+            tm.token_nll(x.to(torch.bfloat16), t, ignore_index=-100).cpu().numpy(),  # bf16 pairs
+            tm.perplexity(x, t, ignore_index=-100),
+            tm.perplexity(x, t.cpu(), ignore_index=-100),  # host targets, uploaded
+            tm.topk_accuracy(x, t, k=5, ignore_index=-100),
+            tm.mean_reciprocal_rank(x, t, ignore_index=-100),
+            *(a.cpu().numpy() for a in tm.topk(x, 7)),
+            tm.metrics.Perplexity().update(x, t.clamp(min=0)).compute(),  # pending updates (scratch reused)
+            tm.token_nll_from_hidden(h, w, rng.integers(0, 1001, 300)),
+        ]
+
+    monkeypatch.setattr(_launch, "DIRECT", False)
+    expect = calls()
+    monkeypatch.setattr(_launch, "DIRECT", True)
+    _launch.clear()
+    first, again = calls(), calls()  # numba's launches while learning, then direct ones
+    for got in (first, again):
+        for a, b in zip(got, expect):
+            np.testing.assert_array_equal(a, b)
+    assert _launch._KINDS, "no kind was learned"
+    refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
+    assert not refused, f"kinds left on numba's path (their flattening differs from numba's): {refused}"
+
+
+def test_scratch_buffers_are_reused_within_a_thread_and_stream(rng, monkeypatch):
+    """Results that go on to the host reuse their buffers (``_gpu._kept``): later calls of the same shape still
+    give their own answers (the bits of calls with fresh buffers), and a metric with several updates pending
+    on one reused buffer folds each."""
+    from turbometrics import _gpu
+
+    xs = [scores(rng, (40, 33)) for _ in range(3)]
+    ts = [rng.integers(0, 33, 40) for _ in range(3)]
+
+    def run():
+        m = tm.metrics.Perplexity()
+        for a, b in zip(xs, ts):
+            m.update(dev(a), dev(b))
+        return [tm.perplexity(dev(a), dev(b)) for a, b in zip(xs, ts)], m.compute()
+
+    _gpu._SCRATCH.clear()
+    with monkeypatch.context() as m:
+        m.setattr(_gpu, "KEEP_MAX", 0)  # nothing kept: fresh buffers each call
+        expect = run()
+        assert not _gpu._SCRATCH
+    assert run() == expect
+    assert len(_gpu._SCRATCH) == 1

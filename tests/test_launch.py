@@ -1,0 +1,202 @@
+"""The direct kernel launch (``turbometrics._launch``) without a GPU: its argument flattening against numba-cuda's
+own (``_Kernel._prepare_args``) on device arrays over stand-in memory, and when it launches directly, learns, or
+leaves the launch to numba. The launches themselves are checked on a GPU (tests/gpu/test_kernels.py)."""
+
+import contextlib
+import ctypes
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu  # numba.cuda's host side, no GPU needed
+
+cuda_devicearray = pytest.importorskip("numba.cuda.cudadrv.devicearray")
+from numba.cuda.cudadrv import devices  # noqa: E402
+from numba.cuda.dispatcher import _Kernel  # noqa: E402
+from numba.cuda.typing.typeof import Purpose, typeof  # noqa: E402
+
+from turbometrics import _launch  # noqa: E402
+
+
+class Memory:
+    """Device memory as numba's arrays use it (a pointer, views of it), at an address no one reads."""
+
+    def __init__(self, ptr: int, size: int):
+        self.ptr, self.size = ptr, size
+
+    @property
+    def device_ctypes_pointer(self):
+        return ctypes.c_void_p(self.ptr)
+
+    def view(self, start, stop=None):
+        return Memory(self.ptr + start, (self.size if stop is None else stop) - start)
+
+
+@pytest.fixture(autouse=True)
+def no_driver(monkeypatch):
+    """numba's slicing asks for a context; none is needed to describe memory."""
+    monkeypatch.setattr(devices._runtime, "ensure_context", lambda: contextlib.nullcontext(), raising=False)
+    _launch.clear()
+    yield
+    _launch.clear()
+
+
+def device_array(shape, dtype, ptr=1 << 40):
+    dt = np.dtype(dtype)
+    strides = np.empty(shape, dt).strides
+    return cuda_devicearray.DeviceNDArray(shape, strides, dt, gpu_data=Memory(ptr, int(np.prod(shape)) * dt.itemsize))
+
+
+def numba_flat(args):
+    class Kernel:
+        extensions: list = []
+
+    out: list = []
+    for a in args:
+        _Kernel._prepare_args(Kernel(), typeof(a, Purpose.argument), a, 0, [], out)
+    return out
+
+
+def converters(args):
+    return tuple(_launch._converter(typeof(a, Purpose.argument)) for a in args)
+
+
+def row_kernel_args():
+    """A row kernel's arguments as ``_gpu`` makes them: bf16 logits read as int32 pairs, int64 targets, one
+    buffer holding float64 values then status bytes."""
+    n = 4096
+    buf = device_array((n + n // 8,), np.float64, 1 << 41)
+    out, status = buf[:n], buf[n:].view(np.uint8)[:n]
+    x = device_array((n, 128256), np.int16).view(np.int32)
+    t = device_array((n,), np.int64, 1 << 42)
+    return (x, t, status, False, 0, True, out, status)
+
+
+def test_flattening_is_numbas():
+    two_d = device_array((6, 10), np.float32)
+    cases = [
+        row_kernel_args(),
+        (two_d, two_d[1:4], two_d[:, 2:5], two_d[:, ::2]),  # C-contiguous, a row range, strided ('A') views
+        (device_array((1,), np.int64), device_array((1, 1), np.float64), device_array((3, 1), np.float16)),
+        (7, -(2**63), np.int64(5), np.int32(-3), np.uint8(200), True, np.bool_(False), 2.5, np.float32(1.5)),
+    ]
+    for args in cases:
+        convert = converters(args)
+        assert None not in convert
+        ours, theirs = _launch.flatten(convert, args), numba_flat(args)
+        assert _launch._same(ours, theirs), (ours, theirs)
+        # the same bytes: each argument as cuda.core packs it (ints and bools as numba passes them)
+        assert [type(v) for v in ours] == [type(v) for v in theirs]
+
+
+def test_same_compares_ctypes_by_value():
+    assert _launch._same([ctypes.c_int64(3), 1, True], [ctypes.c_int64(3), 1, True])
+    assert not _launch._same([ctypes.c_int64(3)], [ctypes.c_int32(3)])
+    assert not _launch._same([ctypes.c_int64(3)], [ctypes.c_int64(4)])
+    assert not _launch._same([1, 2], [1])
+
+
+def test_marks_follow_numbas_typing():
+    x, wide = row_kernel_args()[0], 2**63
+    assert _launch._mark(x) == typeof(x, Purpose.argument)
+    assert _launch._mark(True) is bool and _launch._mark(3) is int and _launch._mark(np.int32(3)) is np.int32
+    assert _launch._mark(wide) != _launch._mark(3)  # numba types it uint64 (or refuses it)
+    assert _launch._converter(typeof(1j, Purpose.argument)) is None  # not handled here: numba's path
+
+
+class Dispatcher:
+    """numba's dispatcher as ``_launch`` uses it: ``[grid, block, stream, shared](*args)``, its overloads by
+    argument types, and a loaded function per overload."""
+
+    extensions = None
+
+    def __init__(self):
+        self.launched: list = []
+        self.overloads: dict = {}
+
+    def typeof_pyval(self, a):
+        return typeof(a, Purpose.argument)
+
+    def __getitem__(self, config):
+        def run(*args):
+            self.launched.append((config, args))
+            types_ = tuple(self.typeof_pyval(a) for a in args)
+            self.overloads.setdefault(types_, Overload())
+
+        return run
+
+
+class Overload:
+    debug = False
+    extensions: list = []
+
+    def __init__(self):
+        self.function = object()
+        self._codelibrary = self
+
+    def get_cufunc(self):
+        return self
+
+    @property
+    def kernel(self):
+        return self.function
+
+    def _prepare_args(self, ty, val, stream, retr, out):
+        _Kernel._prepare_args(self, ty, val, stream, retr, out)
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    """Launches through a stand-in cuda.core (recorded), on device 0."""
+    import cuda.core
+
+    launched: list = []
+    monkeypatch.setattr(cuda.core, "launch", lambda stream, config, kernel, *a: launched.append((kernel, a)))
+    monkeypatch.setattr(_launch, "_stream", lambda s: s)
+    monkeypatch.setattr(devices, "get_context", lambda: type("C", (), {"device": type("D", (), {"id": 0})})())
+    monkeypatch.setattr(_launch, "DIRECT", True)
+    return launched
+
+
+def test_first_launch_is_numbas_then_direct(direct):
+    d, args = Dispatcher(), row_kernel_args()
+    _launch.launch(d, 512, 256, 0, args, device=0)
+    assert len(d.launched) == 1 and not direct  # numba compiled and loaded it
+    for _ in range(2):
+        _launch.launch(d, 512, 256, 0, args, device=0)
+    assert len(d.launched) == 1 and len(direct) == 2
+    kernel, flat = direct[-1]
+    (overload,) = d.overloads.values()
+    assert kernel is overload.function
+    assert _launch._same(list(flat), numba_flat(args))
+    # other argument types are another kind: numba first again
+    other = (*args[:4], np.int32(0), *args[5:])  # ignore_index typed int32
+    _launch.launch(d, 512, 256, 0, other, device=0)
+    assert len(d.launched) == 2
+
+
+def test_numbas_path_where_direct_cannot_be_trusted(direct, monkeypatch):
+    args = row_kernel_args()
+    d = Dispatcher()
+    _launch.launch(d, 1, 256, 0, args)  # no device given (not torch input)
+    _launch.launch(d, 1, 256, 0, args)
+    assert len(d.launched) == 2 and not direct
+
+    d = Dispatcher()
+    _launch.launch(d, 1, 256, 0, args, device=1)  # numba's current device is not the input's
+    _launch.launch(d, 1, 256, 0, args, device=1)
+    assert len(d.launched) == 2 and not direct
+
+    d = Dispatcher()  # a numba-cuda whose layout differs from ours: learned as "numba's path"
+    monkeypatch.setattr(_launch, "_array_args", lambda a, out: out.extend((0, 0, a.size)))
+    for _ in range(3):
+        _launch.launch(d, 1, 256, 0, args, device=0)
+    assert len(d.launched) == 3 and not direct
+
+
+def test_switch_off(direct, monkeypatch):
+    monkeypatch.setattr(_launch, "DIRECT", False)
+    d, args = Dispatcher(), row_kernel_args()
+    for _ in range(3):
+        _launch.launch(d, 1, 256, 0, args, device=0)
+    assert len(d.launched) == 3 and not direct
