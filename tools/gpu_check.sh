@@ -48,7 +48,7 @@ step build 150 python3 setup.py -q build_ext --inplace
 step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
 step update_loop 60 python3 tools/gpu_update_loop.py  # issue 41: no stall in Perplexity.update
 step head_anchors 90 python3 tools/gpu_head_anchors.py  # issue 41: the fused head vs CCE, Liger, PyTorch
-step overhead 30 python3 tools/gpu_overhead.py
+step overhead 45 python3 tools/gpu_overhead.py
 step parity 100 python3 tools/gpu_parity.py
 step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \
   --benchmark-json="$out/bench.json" --benchmark-columns=median,min,max --benchmark-sort=name

@@ -34,6 +34,16 @@ nll = K.nll_rows(rows.widen)
 rank = K.rank_rows(rows.widen)
 no_rows = rows.data[:0]  # a launch that does no work: numba's dispatch and the driver's launch alone
 rbuf, ro, rstatus = _gpu._with_status(rows, np.int64)
+_pin = torch.empty(buf.shape[0] * 8, dtype=torch.uint8, pin_memory=True)
+_pin_host, _done = _pin.numpy().view(np.float64), cuda.event(timing=False)
+
+
+def pinned_back() -> None:  # what Later does, waited for at once: a candidate for _gpu._back
+    buf.copy_to_host(_pin_host, stream=cuda.default_stream())
+    _done.record(cuda.default_stream())
+    _done.synchronize()
+
+
 for name, fn in [
     ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, *tg.args, out, status)),
     ("_gpu.nll, result + status on the host", lambda: _gpu.nll(x, t, None, None, host=True)),
@@ -45,6 +55,7 @@ for name, fn in [
     ("device_targets (device)", lambda: _gpu.device_targets(rows, t, None, None, status)),
     ("device_targets (host)", lambda: _gpu.device_targets(rows, t.cpu(), None, None, status)),
     ("buf.copy_to_host() (9 bytes a row)", lambda: buf.copy_to_host()),
+    ("the same into page-locked memory + event", lambda: pinned_back()),
     ("cuda.as_cuda_array(tensor)", lambda: cuda.as_cuda_array(x)),
     ("_gpu._numba(tensor) (no stream sync)", lambda: _gpu._numba(x)),
     ("_gpu._empty(rows, 4096, f8)", lambda: _gpu._empty(rows, N, np.float64)),
@@ -69,7 +80,7 @@ for rep in range(60):
     s = [time.perf_counter()]
     r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
     s.append(time.perf_counter())
-    b, o, st = _gpu._with_status(r, np.float64)
+    b, o, st = _gpu._with_status(r, np.float64, scratch=True)
     s.append(time.perf_counter())
     tgt = _gpu.device_targets(r, t, None, None, st)
     s.append(time.perf_counter())
@@ -101,6 +112,30 @@ for rep in range(60):
             stages.setdefault(name, []).append((z - a) * 1e6)
 for name, v in stages.items():
     print(f"stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
+
+# Issue 41's host path: each call with launches through numba (``_launch.DIRECT = False``) and direct, same run.
+from turbometrics import _launch  # noqa: E402
+
+xb, xh = x.to(torch.bfloat16), x.to(torch.float16)
+for name, fn in [
+    ("tm.perplexity f32", lambda: tm.perplexity(x, t)),
+    ("tm.perplexity bf16", lambda: tm.perplexity(xb, t)),
+    ("tm.perplexity f16", lambda: tm.perplexity(xh, t)),
+    ("tm.topk_accuracy k=5 f32", lambda: tm.topk_accuracy(x, t, k=5)),
+    ("tm.topk k=50 f32", lambda: tm.topk(x, 50)),
+]:
+    took = {}
+    for direct in (False, True, False, True):  # interleaved: clock and cache drift fall on both
+        _launch.DIRECT = direct
+        took[direct] = min(took.get(direct, float("inf")), best(fn))
+    _launch.DIRECT = True
+    print(
+        f"{name:<28} numba launch {took[False]:.3f} ms, direct {took[True]:.3f} ms "
+        f"({(took[False] - took[True]) * 1e3:.0f} us less)",
+        flush=True,
+    )
+refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
+print(f"direct launch kinds learned: {len(_launch._KINDS)}, left on numba's path: {refused or 'none'}")
 
 # Issue 41: a metric object's update returns before its kernel ran (host time only, the GPU left busy), and
 # torchmetrics' Perplexity (update + compute on (1, 4096, V)) unpatched, patched, against tm.perplexity.
