@@ -49,6 +49,7 @@ step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no
 step update_loop 60 python3 tools/gpu_update_loop.py  # issue 41: no stall in Perplexity.update
 step head_anchors 90 python3 tools/gpu_head_anchors.py  # issue 41: the fused head vs CCE, Liger, PyTorch
 step overhead 45 python3 tools/gpu_overhead.py
+step first_call 90 python3 tools/gpu_first_call.py  # a new process's first calls: kernel cache empty, filled, off
 step parity 100 python3 tools/gpu_parity.py
 step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \
   --benchmark-json="$out/bench.json" --benchmark-columns=median,min,max --benchmark-sort=name
@@ -66,7 +67,7 @@ step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40: needs the lm-
 python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
 tail -n 60 "$logs/bench_report.txt" >> "$log"
 for f in tests scale ncu; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done
-for f in update_loop head_anchors parity variants overhead racecheck memcheck lm_eval; do
+for f in update_loop head_anchors overhead first_call parity variants racecheck memcheck lm_eval; do
   [ -f "$logs/$f.log" ] && { echo "=== $f"; tail -n 150 "$logs/$f.log"; }
 done > "$out/misc.log"  # the device tool brings back eight files
 [ -f "$logs/bench_report.txt" ] && cp "$logs/bench_report.txt" "$out/"

@@ -25,7 +25,6 @@ from numba import cuda, float32, float64, int32, int64, uint64
 from .device import (
     FULL,
     INT64_MAX,
-    SIM,
     TPB,
     WIDEN_BF16_PAIRS,
     WIDEN_F64,
@@ -40,6 +39,7 @@ from .device import (
     loader,
     merge,
 )
+from .jit import kernel
 
 RADIX = 256  # 8-bit digits in the top-k radix select
 CAP = 8 * TPB  # top-k candidates ranked in shared memory
@@ -254,7 +254,7 @@ def nll_rows(widen: int, group: int = TPB) -> Any:
     """The ``nll_rows`` kernel for one widening and group (see the module's docstring)."""
     load, row_of, group_lse = loader(widen), _row_of(widen, group), _group_lse(widen, group)
 
-    @cuda.jit
+    @kernel()
     def nll_rows(x, targets, mask, use_mask, ignore, use_ignore, out, status):
         """out[r] = logsumexp(x[r]) - x[r, t] for a counted target t (0 elsewhere); status[r] as ``target_of``.
 
@@ -280,7 +280,7 @@ def fold_rows(widen: int, group: int = TPB) -> Any:
     """The ``fold_rows`` kernel for one widening and group (see the module's docstring)."""
     load, row_of, group_lse = loader(widen), _row_of(widen, group), _group_lse(widen, group)
 
-    @cuda.jit
+    @kernel()
     def fold_rows(x, targets, v0, run_m, run_s, run_bad, target_logit):
         """Fold one vocabulary slice x (rows, width), columns [v0, v0 + width), into each row's running state.
 
@@ -307,7 +307,7 @@ def score_rows(widen: int, group: int = TPB) -> Any:
     """The ``score_rows`` kernel for one widening and group (see the module's docstring)."""
     load, row_of, group_score = loader(widen), _row_of(widen, group), _group_lse(widen, group, True)
 
-    @cuda.jit
+    @kernel()
     def score_rows(x, targets, v0, run_m, run_s, run_bad, target_logit, run_arg):
         """``fold_rows`` in float64 throughout (each element widened, each exp in float64: a log-probability
         carries no float exp's error), keeping each row's first argmax: run_arg[r] (-1 until the row holds
@@ -347,7 +347,7 @@ def rank_rows(widen: int, group: int = TPB) -> Any:
     G = group
     load, row_of, gsum = loader(widen), _row_of(widen, group), group_sum(G)
 
-    @cuda.jit
+    @kernel()
     def rank_rows(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, out, status):
         """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
@@ -430,10 +430,8 @@ def topk_rows(widen: int, blocks: int | None = TOPK_BLOCKS) -> Any:
     """The ``topk_rows`` kernel for one widening, a block per row; ``blocks`` asks the compiler to fit that many
     of its blocks on an SM (launch bounds: fewer registers; None: as many as it likes)."""
     key = _key(widen)
-    # mypy reads numba.cuda's jit as the simulator's, which takes no launch bounds
-    bounded = cuda.jit if SIM or blocks is None else cuda.jit(launch_bounds=(TPB, blocks))  # type: ignore[call-arg]
 
-    @bounded
+    @kernel(launch_bounds=None if blocks is None else (TPB, blocks))
     def topk_rows(x, k, largest, vals, idx, cand_key, cand_idx):
         """The k first entries of each row in key order, ties to the lower index.
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from numba import cuda, int32, int64
 
+from .jit import kernel
+
 LCS_SHARED_MAX = 4095  # pairs whose shorter side is at most this keep their three diagonals in shared memory
 
 
@@ -38,7 +40,7 @@ def _lcs_wavefront(x, x0, nx, y, y0, w, buf, o):
     return buf[o + ((nx + w) % 3) * (w + 1) + w]
 
 
-@cuda.jit
+@kernel()
 def lcs_pairs(a, b, spans, scratch, out):
     """LCS length of pair p = (a[spans[p]:spans[n + p]], b[spans[2n + p]:spans[3n + p]]), n = len(out), one
     block per pair (the spans in one array: one upload).
@@ -140,7 +142,7 @@ def _stage(tok, meta, q, buf, k0):
     return k0 + n
 
 
-@cuda.jit
+@kernel()
 def ngram_matches(tok, meta, o_hyp, o_ref, o_seg, order, per_ref, staged, out):
     """Clipped n-gram matches of token-ID segments, orders 1..order, exact for any token values.
 

@@ -1,0 +1,114 @@
+"""``kernel()``: ``cuda.jit`` for our kernels, their compiled code kept on disk so a new process skips the JIT.
+
+Compiling one specialisation of a row kernel (lowering, NVVM) takes 1-2 s of
+host time (``cuda.compile_ptx`` on a 2-core Xeon), paid again by every process's first call: an
+evaluation script that uses perplexity, top-k accuracy and top-k paid several
+seconds before its first result, in each of its ranks. numba-cuda's file cache
+(``cache=True``) keeps each compiled kernel (in ``__pycache__`` beside this
+package when writable, else numba's user-wide cache directory or
+``NUMBA_CACHE_DIR``), keyed by the kernel's bytecode, its closure (our factories'
+specialisations and device functions, which pickle the same in every process),
+the signature, the GPU's compute capability and the numba-cuda version; the
+launch bounds are added to that key here (numba leaves them out: top-k with and
+without them would share an entry).
+
+Two more things are added here. numba marks a cache stale when the file that defines
+the kernel changes, but our kernels call device functions from other files: the
+stamp is a digest of every kernel source file instead, so any edit recompiles.
+And a cache that cannot be read or written (a read-only or full disk, a pickling
+change in a numba-cuda release) is switched off with a warning instead of failing
+the call: the kernel is compiled as without a cache.
+
+``TURBOMETRICS_KERNEL_CACHE=0`` turns the cache off; the CUDA simulator has none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from numba import cuda
+
+from .device import SIM
+
+CACHE = os.environ.get("TURBOMETRICS_KERNEL_CACHE", "1") != "0"
+
+
+def _sources_digest() -> str:
+    """A digest of the kernels' source files: the cache's staleness stamp."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _cache_class() -> Any:
+    """numba-cuda's kernel cache with our stamp and failures turned into warnings; None where its internals
+    are not what this was written against (no cache then)."""
+    try:
+        from numba.cuda.dispatcher import CUDACache
+    except ImportError:
+        return None
+    stamp = ("turbometrics kernels", _sources_digest())
+
+    class KernelCache(CUDACache):
+        def __init__(self, py_func: Any, options: tuple = ()) -> None:
+            super().__init__(py_func)
+            self._cache_file._source_stamp = stamp
+            self._options = options  # what else the kernel was compiled with (launch bounds): numba keys none
+
+        def _index_key(self, sig: Any, codegen: Any) -> Any:
+            return (*super()._index_key(sig, codegen), ("turbometrics", self._options))
+
+        def load_overload(self, sig: Any, target_context: Any) -> Any:
+            try:
+                return super().load_overload(sig, target_context)
+            except Exception as e:  # noqa: BLE001 - a cache must never fail the call: compile instead
+                self._off("read", e)
+                return None
+
+        def save_overload(self, sig: Any, data: Any) -> None:
+            try:
+                super().save_overload(sig, data)
+            except Exception as e:  # noqa: BLE001
+                self._off("written", e)
+
+        def _off(self, what: str, e: Exception) -> None:
+            self.disable()
+            warnings.warn(
+                f"turbometrics: the compiled-kernel cache of {self._name} could not be {what} ({e!r}); "
+                "it is off for this kernel in this process (TURBOMETRICS_KERNEL_CACHE=0 turns it off)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    return KernelCache
+
+
+_CACHE_CLASS: list = []  # [class or None], made on first use
+
+
+def kernel(launch_bounds: tuple | None = None) -> Callable:
+    """``@kernel()`` / ``@kernel(launch_bounds=(threads, blocks))``: ``cuda.jit`` with the disk cache above."""
+
+    def make(fn: Callable) -> Any:
+        if SIM:  # the simulator's jit takes no launch bounds and keeps nothing
+            return cuda.jit(fn)
+        options = {} if launch_bounds is None else {"launch_bounds": launch_bounds}
+        disp = cuda.jit(**options)(fn)
+        if CACHE:
+            if not _CACHE_CLASS:
+                _CACHE_CLASS.append(_cache_class())
+            if _CACHE_CLASS[0] is not None:
+                try:
+                    disp._cache = _CACHE_CLASS[0](disp.py_func, tuple(sorted(options.items())))
+                except Exception as e:  # noqa: BLE001 - no cache directory usable: compile as before
+                    warnings.warn(f"turbometrics: no compiled-kernel cache ({e!r})", RuntimeWarning, stacklevel=2)
+        return disp
+
+    return make

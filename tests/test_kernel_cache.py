@@ -1,0 +1,84 @@
+"""The compiled-kernel disk cache (``turbometrics._kernels.cuda.jit``) without a GPU: every kernel has it, with the
+kernel sources' digest as its staleness stamp; the cache keys of our factories' kernels are the same in every
+process (what makes a hit possible); a cache that fails is switched off with a warning; the switch. The hit
+itself (a new process skipping the JIT) is timed on a GPU by tools/gpu_first_call.py."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.gpu  # numba.cuda's host side, no GPU needed
+
+pytest.importorskip("numba.cuda")
+
+KERNELS = textwrap.dedent("""
+    import hashlib
+    from numba.cuda.serialize import dumps
+    from turbometrics._kernels import cuda as K
+    kernels = [K.lcs_pairs, K.ngram_matches, K.topk_rows(K.WIDEN_F32), K.topk_rows(K.WIDEN_F32, None)]
+    for group in (K.TPB, 32):
+        kernels.append(K.nll_rows(K.WIDEN_BF16_PAIRS, group))
+        for widen in (K.WIDEN_F32, K.WIDEN_BF16, K.WIDEN_F64):
+            kernels += [K.nll_rows(widen, group), K.fold_rows(widen, group), K.score_rows(widen, group),
+                        K.rank_rows(widen, group)]
+    class Codegen:  # the compute capability's part of the key (asks the GPU)
+        def magic_tuple(self):
+            return ("sm_90",)
+    for d in kernels:
+        key = hashlib.sha256(dumps(d._cache._index_key((), Codegen()))).hexdigest()
+        index = d._cache._cache_file._index_name
+        print(index, type(d._cache).__name__, d._cache._cache_file._source_stamp[1], key)
+""")
+
+
+def run(code, **env):
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return out.stdout.splitlines()
+
+
+def test_every_kernel_is_cached_with_keys_that_hold_across_processes():
+    from turbometrics._kernels.cuda import jit
+
+    first = run(KERNELS, PYTHONHASHSEED="1")
+    assert len(first) == 30
+    digest = jit._sources_digest()
+    for line in first:
+        name, cache, stamp, _ = line.split()
+        assert cache == "KernelCache" and stamp == digest, line
+    assert run(KERNELS, PYTHONHASHSEED="2") == first  # the same closure keys in another process
+    # a key of its own for each specialisation (in its function's index)
+    assert len({(line.split()[0], line.split()[3]) for line in first}) == len(first)
+
+
+def test_the_switch_turns_the_cache_off():
+    code = "from turbometrics._kernels import cuda as K; print(type(K.lcs_pairs._cache).__name__)"
+    assert run(code, TURBOMETRICS_KERNEL_CACHE="0") == ["NullCache"]
+
+
+def test_a_failing_cache_warns_and_stays_off(monkeypatch, tmp_path):
+    from numba.cuda.dispatcher import CUDACache
+
+    from turbometrics._kernels.cuda import jit
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    cache = jit._cache_class()(jit._sources_digest)  # any function with a source file
+    monkeypatch.setattr(CUDACache, "save_overload", fail)
+    with pytest.warns(RuntimeWarning, match="could not be written"):
+        cache.save_overload(None, None)
+    assert not cache._enabled
+    monkeypatch.setattr(CUDACache, "load_overload", fail)
+    with pytest.warns(RuntimeWarning, match="could not be read"):
+        assert cache.load_overload(None, None) is None
