@@ -78,6 +78,7 @@ def test_flattening_is_numbas():
         row_kernel_args(),
         (two_d, two_d[1:4], two_d[:, 2:5], two_d[:, ::2]),  # C-contiguous, a row range, strided ('A') views
         (device_array((1,), np.int64), device_array((1, 1), np.float64), device_array((3, 1), np.float16)),
+        (device_array((), np.float32),),  # 0-d
         (7, -(2**63), np.int64(5), np.int32(-3), np.uint8(200), True, np.bool_(False), 2.5, np.float32(1.5)),
     ]
     for args in cases:
@@ -97,11 +98,20 @@ def test_same_compares_ctypes_by_value():
 
 
 def test_marks_follow_numbas_typing():
-    x, wide = row_kernel_args()[0], 2**63
+    x = row_kernel_args()[0]
     assert _launch._mark(x) == typeof(x, Purpose.argument)
     assert _launch._mark(True) is bool and _launch._mark(3) is int and _launch._mark(np.int32(3)) is np.int32
-    assert _launch._mark(wide) != _launch._mark(3)  # numba types it uint64 (or refuses it)
+    # left to numba: ints its C dispatcher and its Python typing type differently, arrays it views or copies
+    for other in (2**63, -(2**63) - 1, 2**64, np.zeros(3), [1, 2], None):
+        assert _launch._mark(other) is _launch._OTHER
     assert _launch._converter(typeof(1j, Purpose.argument)) is None  # not handled here: numba's path
+
+
+def test_streams_are_numbas():
+    from numba.cuda.cudadrv import driver
+
+    assert _launch._stream(0).handle == driver._to_core_stream(0).handle
+    assert _launch._stream(0) is _launch._stream(0)  # made once a handle
 
 
 class Dispatcher:
@@ -192,6 +202,34 @@ def test_numbas_path_where_direct_cannot_be_trusted(direct, monkeypatch):
     for _ in range(3):
         _launch.launch(d, 1, 256, 0, args, device=0)
     assert len(d.launched) == 3 and not direct
+
+
+def test_kinds_numba_must_handle_are_never_learned(direct, monkeypatch):
+    args = row_kernel_args()
+    for odd in (np.zeros(4096), 2**63):  # a host array (numba copies it), an int typed apart by numba
+        d = Dispatcher()
+        for _ in range(2):
+            _launch.launch(d, 1, 256, 0, (*args[:6], odd, args[7]), device=0)
+        assert len(d.launched) == 2 and not direct and not _launch._KINDS
+
+    for flag in ("cooperative", "debug"):  # launched with flags of their own
+        d = Dispatcher()
+        _launch.launch(d, 1, 256, 0, args, device=0)
+        _launch.clear()
+        for overload in d.overloads.values():
+            setattr(overload, flag, True)
+        for _ in range(2):
+            _launch.launch(d, 1, 256, 0, args, device=0)
+        assert len(d.launched) == 3 and not direct
+
+    def broken(*a):
+        raise AttributeError("numba-cuda moved something")
+
+    monkeypatch.setattr(_launch, "_learn", broken)  # learning fails: numba's path, no error, not retried
+    d = Dispatcher()
+    for _ in range(2):
+        _launch.launch(d, 1, 256, 0, args, device=0)
+    assert len(d.launched) == 2 and not direct and None in _launch._KINDS.values()
 
 
 def test_switch_off(direct, monkeypatch):

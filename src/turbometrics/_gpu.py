@@ -59,6 +59,7 @@ def use_gpu(device: str | None, *arrays: Any) -> bool:
 
 _CUDA: tuple = ()  # (numba.cuda, _kernels.cuda) once a GPU was found: a call asks for them several times
 _FORKED_FROM_GPU = False  # this process was forked from one that had used the GPU through us
+_ORPHANS: list = []  # a forked child's inherited device and page-locked buffers, never freed there
 
 
 def _after_fork_in_child() -> None:
@@ -69,6 +70,8 @@ def _after_fork_in_child() -> None:
         _CUDA, _FORKED_FROM_GPU = (), True
         _VIEWS.clear()
         _STREAMS.clear()
+        # The parent's buffers are kept, not freed: freeing them here would call the driver in the child
+        _ORPHANS.append((dict(_PINNED), dict(_SCRATCH)))
         _PINNED.clear()
         _SCRATCH.clear()
         _launch.clear()
@@ -392,23 +395,30 @@ def device_targets(rows: Rows, targets: Any, ignore_index, mask, spare) -> Targe
     return Targets((_upload(rows, t64), spare, False, -1, True), counted, (targets, ignore_index, mask))
 
 
-KEEP_MAX = 16 << 20  # bytes of scratch a kind of call may keep for the next (``_kept``)
-_SCRATCH: dict = {}  # (thread, device, kind, stream, what) -> device buffers (and views) kept for reuse
+KEEP_MAX = 16 << 20  # bytes of scratch one kind of call may keep for the next (``_kept``)
+KEEP_TOTAL = 64 << 20  # bytes kept in all; past it, everything kept is let go
+_SCRATCH: dict = {}  # (thread, device, kind, stream, what) -> (device buffers (and views), bytes) kept for reuse
 
 
-def _kept(rows: Rows, what: tuple, make: Callable) -> Any:
-    """``make()``'s buffers, kept and handed to this thread's next call on the same stream that asks for
-    ``what``: for buffers whose contents never outlive a call (scratch, results copied to the host).
-    Making them (an allocation, numba's view of it, slices) costs more host time than the rest of a call.
-    Reuse is safe in the stream's order: the next kernel writes after this call's copy to the host was
-    queued; one stream used from two threads gets buffers for each."""
-    key = (threading.get_ident(), _index(rows), rows.kind, rows.stream, what)
+def _kept(rows: Rows, what: tuple, nbytes: int, make: Callable) -> Any:
+    """``make()``'s buffers (``nbytes`` in all), kept and handed to this thread's next call on the same device
+    and stream that asks for ``what``, when at most ``KEEP_MAX``: for buffers whose contents never outlive a
+    call (scratch, results copied to the host). Making them (an allocation, numba's view of it, slices) costs
+    more host time than the rest of a call. Reuse is safe in the stream's order: the next kernel writes after
+    this call's copy to the host was queued; one stream used from two threads gets buffers for each."""
+    if nbytes > KEEP_MAX:
+        return make()
+    if rows.torch_device is not None:
+        device = rows.torch_device.index
+    else:  # CuPy, numba, host input: the current device (the simulator's has no id)
+        device = getattr(_cuda()[0].get_current_device(), "id", 0)
+    key = (threading.get_ident(), device, rows.kind, rows.stream, what)
     got = _SCRATCH.get(key)
     if got is None:
-        if len(_SCRATCH) >= 32:
-            _SCRATCH.clear()
-        got = _SCRATCH[key] = make()
-    return got
+        if sum(b for _, b in _SCRATCH.values()) + nbytes > KEEP_TOTAL:
+            _SCRATCH.clear()  # (torch and CuPy reuse freed memory in stream order; numba frees wait for the GPU)
+        got = _SCRATCH[key] = (make(), nbytes)
+    return got[0]
 
 
 def _with_status(rows: Rows, dtype: Any, scratch: bool = False) -> tuple:
@@ -421,8 +431,8 @@ def _with_status(rows: Rows, dtype: Any, scratch: bool = False) -> tuple:
         buf = _empty(rows, n + (n + 7) // 8, dtype)
         return buf, buf[:n], buf[n:].view(np.uint8)[:n]
 
-    keep = scratch and n * (np.dtype(dtype).itemsize + 1) <= KEEP_MAX
-    return _kept(rows, ("status", n, np.dtype(dtype).str), make) if keep else make()
+    nbytes = (n + (n + 7) // 8) * np.dtype(dtype).itemsize
+    return _kept(rows, ("status", n, np.dtype(dtype).str), nbytes, make) if scratch else make()
 
 
 def give_back(d: Any, rows: Rows, shape: tuple, bf16_values: bool = False):
@@ -456,12 +466,18 @@ def _launch_rows(name: str, rows: Rows, *args) -> None:
     group = 32 if c <= WARP_ROW_MAX_V else K.TPB
     per_block = K.TPB // group
     grid = (n + per_block - 1) // per_block
-    _launch.launch(getattr(K, name)(rows.widen, group), grid, K.TPB, rows.stream, (rows.data, *args), _index(rows))
+    _launch.launch(getattr(K, name)(rows.widen, group), grid, K.TPB, rows.stream, (rows.data, *args), _direct(rows))
 
 
-def _index(rows: Rows) -> int | None:
-    """The index of the GPU that torch input lives on (the direct launch's key), else None (numba's launch)."""
-    return None if rows.torch_device is None else rows.torch_device.index
+def _direct(rows: Rows) -> int | None:
+    """The index of the GPU that torch input lives on when it is the current one: a direct launch's device
+    (``_launch``); else None, numba's launch (which asks the driver for the current context)."""
+    if rows.torch_device is None:
+        return None
+    import torch
+
+    i = rows.torch_device.index
+    return i if i == torch.cuda.current_device() else None
 
 
 def row_job(name: str, rows: Rows, targets: Any, ignore_index, mask, dtype, *options, scratch=False) -> tuple:
@@ -639,12 +655,12 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
     def scratch() -> tuple:  # for the radix-select path; kept for the next call when small
         return _empty(rows, n * k, np.int64), _empty(rows, n * k, np.int64)
 
-    cand_key, cand_idx = _kept(rows, ("topk", n * k), scratch) if n * k <= KEEP_MAX // 16 else scratch()
+    cand_key, cand_idx = _kept(rows, ("topk", n * k), 16 * n * k, scratch)
 
     def launch() -> None:
         if n:
             args = (rows.data, k, bool(largest), vals, idx, cand_key, cand_idx)
-            _launch.launch(K.topk_rows(rows.widen), n, K.TPB, rows.stream, args, _index(rows))
+            _launch.launch(K.topk_rows(rows.widen), n, K.TPB, rows.stream, args, _direct(rows))
 
     return rows, vals, idx, launch
 

@@ -31,6 +31,8 @@ import ctypes
 import os
 from typing import Any
 
+import numpy as np
+
 DIRECT = os.environ.get("TURBOMETRICS_DIRECT_LAUNCH", "1") != "0"
 
 _KINDS: dict = {}  # (dispatcher, device, argument marks) -> (cuda.core kernel, converters), or None: numba's path
@@ -46,15 +48,19 @@ def clear() -> None:
     _STREAMS.clear()
 
 
+_OTHER = object()  # the mark of an argument left to numba: its kind is never learned
+
+
 def _mark(a: Any) -> Any:
-    """What numba's typing of ``a`` depends on: an array's numba type; a scalar's Python type (an int outside
-    int64 gets its own mark: numba would type it uint64 or refuse it)."""
-    t = getattr(a, "_numba_type_", None)
-    if t is not None:
+    """What numba's typing of ``a`` depends on: a numba device array's numba type, a scalar's type; ``_OTHER``
+    for anything else (CuPy or torch arrays, host arrays, ints outside int64, which numba's C dispatcher and
+    its Python typing type differently)."""
+    t = type(a)
+    if t is int:
+        return int if _INT64[0] <= a < _INT64[1] else _OTHER
+    if t is bool or t is float or isinstance(a, np.generic):
         return t
-    if type(a) is int and not _INT64[0] <= a < _INT64[1]:
-        return "wide int"
-    return type(a)
+    return getattr(a, "_numba_type_", _OTHER) if hasattr(a, "__cuda_memory__") else _OTHER
 
 
 def _array_args(a: Any, out: list) -> None:
@@ -106,7 +112,14 @@ def _learn(dispatcher: Any, device: int, args: tuple) -> Any:
     types_ = tuple(dispatcher.typeof_pyval(a) for a in args)
     kernel = dispatcher.overloads.get(types_)
     convert = tuple(_converter(t) for t in types_)
-    if kernel is None or None in convert or getattr(kernel, "debug", False) or dispatcher.extensions:
+    if (
+        kernel is None
+        or None in convert
+        or dispatcher.extensions
+        or getattr(dispatcher, "_launch_config_sensitive", False)  # compiled per launch configuration
+        or getattr(kernel, "debug", False)  # its launches check an error flag
+        or getattr(kernel, "cooperative", False)  # launched with a flag of its own
+    ):
         return None
     theirs: list = []
     for t, a in zip(types_, args):
@@ -144,7 +157,8 @@ def _stream(stream: Any) -> Any:
 
 def launch(dispatcher: Any, grid: Any, block: Any, stream: Any, args: tuple, device: int | None = None, shared=0):
     """``dispatcher[grid, block, stream, shared](*args)``; directly (see the module) when ``device``, the index of
-    the GPU that the arrays live on and that is current, is given."""
+    the GPU that the arrays live on and that is current, is given. The caller checks that it is current (a
+    kind learned on a device keeps that device's loaded function)."""
     if DIRECT and device is not None:
         key = (dispatcher, device, tuple(_mark(a) for a in args))
         kind = _KINDS.get(key, False)
@@ -153,10 +167,13 @@ def launch(dispatcher: Any, grid: Any, block: Any, stream: Any, args: tuple, dev
 
             core_launch(_stream(stream), _config(grid, block, shared), kind[0], *flatten(kind[1], args))
             return
-        if kind is False:  # the first of its kind: numba's launch, then learn from it
+        if kind is False and _OTHER not in key[2]:  # the first of its kind: numba's launch, then learn from it
             dispatcher[grid, block, stream, shared](*args)
             if len(_KINDS) >= 256:
                 _KINDS.clear()
-            _KINDS[key] = _learn(dispatcher, device, args)
+            try:
+                _KINDS[key] = _learn(dispatcher, device, args)
+            except Exception:  # noqa: BLE001 - anything numba's internals did not expect: numba's path stays
+                _KINDS[key] = None
             return
     dispatcher[grid, block, stream, shared](*args)

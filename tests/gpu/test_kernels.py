@@ -6,6 +6,8 @@ tests/test_cuda.py starts it) and, unchanged, on a real GPU
 exactly, floats to 1e-6 relative; ties, NaN and padding included.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -676,3 +678,5 @@ def test_scratch_buffers_are_reused_within_a_thread_and_stream(rng, monkeypatch)
         assert not _gpu._SCRATCH
     assert run() == expect
     assert len(_gpu._SCRATCH) == 1
+    other = ThreadPoolExecutor(1).submit(run).result()  # another thread: buffers of its own
+    assert other == expect and len(_gpu._SCRATCH) == 2

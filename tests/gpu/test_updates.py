@@ -256,3 +256,27 @@ def test_update_does_not_wait_for_the_gpu(rng):
                 assert not stream.query(), "update waited for the GPU"
                 assert len(m._pending) == 1
                 same(m.compute(), expect.compute())
+
+
+def test_updates_pending_on_one_reused_buffer_keep_their_own_values():
+    """Several updates of different batches pending at once on a side stream, their kernels all writing the one
+    kept buffer (``_gpu._kept``) behind a busy GPU: each copy back is queued before the next kernel, so the
+    folded result is the synchronous path's. On a GPU only (the simulator runs each update at once)."""
+    if config.ENABLE_CUDASIM:
+        return
+    import torch
+
+    xs = [torch.randn(4, 256, 1000, device="cuda", dtype=torch.bfloat16) for _ in range(5)]
+    ts = [torch.randint(0, 1000, (4, 256), device="cuda") for _ in range(5)]
+    expect = tm.metrics.Perplexity(input="nll")
+    for x, t in zip(xs, ts):
+        expect.update(tm.token_nll(x, t).cpu().numpy())
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())  # the batches were made on the default stream
+    with torch.cuda.stream(side):
+        m = tm.metrics.Perplexity()
+        torch.cuda._sleep(1_000_000_000)  # about half a second of GPU time queued first
+        for x, t in zip(xs, ts):
+            m.update(x, t)
+        assert len(m._pending) == 5
+        same(m.compute(), expect.compute())
