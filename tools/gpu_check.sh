@@ -46,6 +46,7 @@ step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log 
   git log -1 --format='commit %h %s' 2>/dev/null; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
 step build 150 python3 setup.py -q build_ext --inplace
 step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
+step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40 (its last point): needs the lm-eval 0.4.13 wheel carried (its docstring)
 step update_loop 60 python3 tools/gpu_update_loop.py  # issue 41: no stall in Perplexity.update
 step head_anchors 90 python3 tools/gpu_head_anchors.py  # issue 41: the fused head vs CCE, Liger, PyTorch
 step overhead 45 python3 tools/gpu_overhead.py
@@ -63,7 +64,6 @@ step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 99 env TUR
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
 step host 45 python3 tools/gpu_scale.py host
-step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40: needs the lm-eval 0.4.13 wheel carried (its docstring)
 python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
 tail -n 60 "$logs/bench_report.txt" >> "$log"
 for f in tests scale ncu; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done

@@ -662,8 +662,8 @@ def test_scratch_buffers_are_reused_within_a_thread_and_stream(rng, monkeypatch)
     on one reused buffer folds each."""
     from turbometrics import _gpu
 
-    xs = [scores(rng, (40, 33)) for _ in range(3)]
-    ts = [rng.integers(0, 33, 40) for _ in range(3)]
+    xs = [scores(rng, (8, 33)) for _ in range(2)]  # (small: every simulated launch costs seconds)
+    ts = [rng.integers(0, 33, 8) for _ in range(2)]
 
     def run():
         m = tm.metrics.Perplexity()
