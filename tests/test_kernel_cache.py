@@ -34,6 +34,15 @@ KERNELS = textwrap.dedent("""
 """)
 
 
+@pytest.fixture
+def cache_dir(monkeypatch, tmp_path):
+    """numba's cache directory (NUMBA_CACHE_DIR, read when numba is imported) for this test alone."""
+    from numba.cuda.core import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
 def run(code, **env):
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -65,7 +74,7 @@ def test_the_switch_turns_the_cache_off():
     assert run(code, TURBOMETRICS_KERNEL_CACHE="0") == ["NullCache"]
 
 
-def test_a_failing_cache_warns_and_stays_off(monkeypatch, tmp_path):
+def test_a_failing_cache_warns_and_stays_off(monkeypatch, cache_dir):
     from numba.cuda.dispatcher import CUDACache
 
     from turbometrics._kernels.cuda import jit
@@ -73,7 +82,6 @@ def test_a_failing_cache_warns_and_stays_off(monkeypatch, tmp_path):
     def fail(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     cache = jit._cache_class()(jit._sources_digest)  # any function with a source file
     monkeypatch.setattr(CUDACache, "save_overload", fail)
     with pytest.warns(RuntimeWarning, match="could not be written"):
@@ -82,3 +90,44 @@ def test_a_failing_cache_warns_and_stays_off(monkeypatch, tmp_path):
     monkeypatch.setattr(CUDACache, "load_overload", fail)
     with pytest.warns(RuntimeWarning, match="could not be read"):
         assert cache.load_overload(None, None) is None
+
+
+def test_an_entry_holding_another_keys_kernel_is_a_miss(monkeypatch, cache_dir):
+    """Two processes filling one cache at once can leave an index entry naming a data file that the other wrote
+    for another specialisation; each entry holds its key, so that loads as a miss, never as the wrong kernel."""
+    from turbometrics._kernels.cuda import jit
+
+    class Codegen:
+        def magic_tuple(self):
+            return ("sm_90",)
+
+    class Compiled:  # what numba saves: a compiled kernel (here its stand-in) and its code generator
+        codegen = Codegen()
+
+        def __init__(self, name):
+            self.name = name
+
+    class Target:
+        def refresh(self):
+            pass
+
+        def codegen(self):
+            return Codegen()
+
+    made = jit._cache_class()
+    a, b = made(jit._sources_digest, (("which", "a"),)), made(jit._sources_digest, (("which", "b"),))
+    for cache in (a, b):
+        monkeypatch.setattr(cache._impl, "reduce", lambda compiled: compiled.name)
+        monkeypatch.setattr(cache._impl, "rebuild", lambda target, payload: payload)
+    a.save_overload((), Compiled("kernel a"))
+    assert a.load_overload((), Target()) == "kernel a" and b.load_overload((), Target()) is None
+    b.save_overload((), Compiled("kernel b"))
+    assert b.load_overload((), Target()) == "kernel b" and a.load_overload((), Target()) == "kernel a"
+    # the race: a's index entry names the data file b's process wrote last
+    index = a._cache_file._load_index()
+    key_a, key_b = a._index_key((), Codegen()), b._index_key((), Codegen())
+    index[key_a] = index[key_b]
+    a._cache_file._save_index(index)
+    assert a.load_overload((), Target()) is None  # a miss: compiled and saved again
+    a.save_overload((), Compiled("kernel a"))
+    assert a.load_overload((), Target()) == "kernel a" and b.load_overload((), Target()) == "kernel b"

@@ -12,7 +12,9 @@ the signature, the GPU's compute capability and the numba-cuda version; the
 launch bounds are added to that key here (numba leaves them out: top-k with and
 without them would share an entry).
 
-Two more things are added here. numba marks a cache stale when the file that defines
+Three more things are added here. Each entry holds its key, checked when it is
+loaded: processes filling one cache at once can otherwise leave an entry
+naming another's data. numba marks a cache stale when the file that defines
 the kernel changes, but our kernels call device functions from other files: the
 stamp is a digest of every kernel source file instead, so any edit recompiles.
 And a cache that cannot be read or written (a read-only or full disk, a pickling
@@ -64,6 +66,29 @@ def _cache_class() -> Any:
 
         def _index_key(self, sig: Any, codegen: Any) -> Any:
             return (*super()._index_key(sig, codegen), ("turbometrics", self._options))
+
+        # numba's own two methods, with the key saved beside the kernel and checked when loaded: processes that
+        # fill one cache at once (the ranks of a job) can leave an index entry naming another entry's data file
+        # (each reads the index, picks the first free file name, writes both), which would hand one
+        # specialisation another's kernel. A mismatch is a miss: compiled and saved again.
+        def _save_overload(self, sig: Any, data: Any) -> None:
+            if not self._enabled or not self._impl.check_cachable(data):
+                return
+            self._impl.locator.ensure_cache_path()
+            key = self._index_key(sig, data.codegen)
+            index = self._cache_file._load_index()
+            if index.pop(key, None) is not None:  # saved after a miss: its file may be another key's, keep that
+                self._cache_file._save_index(index)
+            self._cache_file.save(key, (key, self._impl.reduce(data)))  # (into the first free file name)
+
+        def _load_overload(self, sig: Any, target_context: Any) -> Any:
+            if not self._enabled:
+                return None
+            key = self._index_key(sig, target_context.codegen())
+            got = self._cache_file.load(key)
+            if not (isinstance(got, tuple) and len(got) == 2 and got[0] == key):
+                return None
+            return self._impl.rebuild(target_context, got[1])
 
         def load_overload(self, sig: Any, target_context: Any) -> Any:
             try:
