@@ -8,18 +8,23 @@ seconds before its first result, in each of its ranks. numba-cuda's file cache
 package when writable, else numba's user-wide cache directory or
 ``NUMBA_CACHE_DIR``), keyed by the kernel's bytecode, its closure (our factories'
 specialisations and device functions, which pickle the same in every process),
-the signature, the GPU's compute capability and the numba-cuda version; the
-launch bounds are added to that key here (numba leaves them out: top-k with and
-without them would share an entry).
+the signature, the GPU's compute capability and the numba-cuda version. Added
+here:
 
-Three more things are added here. Each entry holds its key, checked when it is
-loaded: processes filling one cache at once can otherwise leave an entry
-naming another's data. numba marks a cache stale when the file that defines
-the kernel changes, but our kernels call device functions from other files: the
-stamp is a digest of every kernel source file instead, so any edit recompiles.
-And a cache that cannot be read or written (a read-only or full disk, a pickling
-change in a numba-cuda release) is switched off with a warning instead of failing
-the call: the kernel is compiled as without a cache.
+- the compile options (launch bounds, opt, debug...: numba keys none of them, so
+  top-k with and without launch bounds, or a debugging run's kernels, would share
+  entries) and a digest of every kernel source file, in the key: numba watches only
+  the file that defines a kernel, and only for its index, while our kernels call
+  device functions from other files; the digest is also the index's stamp;
+- each entry holds its key, checked when it is loaded: processes filling one
+  cache at once (a job's ranks) can leave numba's index naming another entry's
+  data file, which then loads as a miss, never as another kernel;
+- a cache that cannot be made, read or written (read-only or full disks, a
+  numba-cuda release whose internals moved) is logged once a process (logger
+  ``turbometrics.gpu``) and switched off: the kernel is compiled as without a cache.
+
+The key holds the NVRTC version and the compute capability, not the driver's or
+NVVM's: a cache shared between machines (NFS) should be one per software image.
 
 ``TURBOMETRICS_KERNEL_CACHE=0`` turns the cache off; the CUDA simulator has none.
 """
@@ -27,8 +32,8 @@ the call: the kernel is compiled as without a cache.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,23 +54,47 @@ def _sources_digest() -> str:
     return h.hexdigest()
 
 
+_WARNED: list = []  # a cache problem is reported once a process (one per kernel would repeat it a dozen times)
+log = logging.getLogger("turbometrics.gpu")
+
+
+def _warn_once(text: str) -> None:
+    """Log (not warn: a test suite run with warnings as errors must still import the kernels) a cache problem."""
+    if not _WARNED:
+        _WARNED.append(text)
+        log.warning(
+            "turbometrics: %s; GPU kernels are compiled in each process as without a cache (NUMBA_CACHE_DIR "
+            "names a writable directory; TURBOMETRICS_KERNEL_CACHE=0 turns the cache off)",
+            text,
+        )
+
+
 def _cache_class() -> Any:
-    """numba-cuda's kernel cache with our stamp and failures turned into warnings; None where its internals
+    """numba-cuda's kernel cache with our key, stamp and checks, failures reported once; None where its internals
     are not what this was written against (no cache then)."""
     try:
+        from numba.cuda.core.caching import IndexDataCacheFile
         from numba.cuda.dispatcher import CUDACache
     except ImportError:
         return None
-    stamp = ("turbometrics kernels", _sources_digest())
+    needed = (
+        (CUDACache, ("_index_key", "_save_overload", "_load_overload", "load_overload", "save_overload", "disable")),
+        (IndexDataCacheFile, ("save", "load", "_load_index", "_save_index")),
+    )
+    if not all(hasattr(c, name) for c, names in needed for name in names):
+        return None
+    digest = _sources_digest()
 
     class KernelCache(CUDACache):
         def __init__(self, py_func: Any, options: tuple = ()) -> None:
             super().__init__(py_func)
-            self._cache_file._source_stamp = stamp
-            self._options = options  # what else the kernel was compiled with (launch bounds): numba keys none
+            self._cache_file._source_stamp = ("turbometrics kernels", digest)
+            self._options = options  # the compile options (opt, debug, launch bounds...): numba keys none
 
         def _index_key(self, sig: Any, codegen: Any) -> Any:
-            return (*super()._index_key(sig, codegen), ("turbometrics", self._options))
+            # the sources' digest in the key too: the stamp guards the index, this the entry (an index written
+            # for new sources can name a data file left by old ones when its own write failed)
+            return (*super()._index_key(sig, codegen), ("turbometrics", digest, self._options))
 
         # numba's own two methods, with the key saved beside the kernel and checked when loaded: processes that
         # fill one cache at once (the ranks of a job) can leave an index entry naming another entry's data file
@@ -105,12 +134,7 @@ def _cache_class() -> Any:
 
         def _off(self, what: str, e: Exception) -> None:
             self.disable()
-            warnings.warn(
-                f"turbometrics: the compiled-kernel cache of {self._name} could not be {what} ({e!r}); "
-                "it is off for this kernel in this process (TURBOMETRICS_KERNEL_CACHE=0 turns it off)",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            _warn_once(f"the compiled-kernel cache could not be {what} ({e!r}); it is off for that kernel")
 
     return KernelCache
 
@@ -130,10 +154,11 @@ def kernel(launch_bounds: tuple | None = None) -> Callable:
             if not _CACHE_CLASS:
                 _CACHE_CLASS.append(_cache_class())
             if _CACHE_CLASS[0] is not None:
+                compiled_with = tuple(sorted((k, repr(v)) for k, v in disp.targetoptions.items()))
                 try:
-                    disp._cache = _CACHE_CLASS[0](disp.py_func, tuple(sorted(options.items())))
+                    disp._cache = _CACHE_CLASS[0](disp.py_func, compiled_with)
                 except Exception as e:  # noqa: BLE001 - no cache directory usable: compile as before
-                    warnings.warn(f"turbometrics: no compiled-kernel cache ({e!r})", RuntimeWarning, stacklevel=2)
+                    _warn_once(f"no directory for compiled kernels ({e!r})")
         return disp
 
     return make
