@@ -610,11 +610,13 @@ def _as_pairs(rows: Rows) -> Rows:
     _, K = _cuda()
     if rows.widen != K.WIDEN_BF16 or rows.data.shape[1] % 2:
         return rows
-    cai = getattr(rows.data, "__cuda_array_interface__", None)  # the simulator's arrays have none
-    if cai is not None and cai["data"][0] % 4:
-        return rows
-    pairs = rows.data.__dict__.get("_tm_pairs")  # kept on the view it is made from (cached by _view), and
-    if pairs is None:  # gone with it: numba makes a view in microseconds, a call's host budget
+    # Kept on the view it is made from (cached by _view), and gone with it: numba makes a view in microseconds,
+    # a call's host budget
+    pairs = rows.data.__dict__.get("_tm_pairs")
+    if pairs is None:
+        cai = getattr(rows.data, "__cuda_array_interface__", None)  # the simulator's arrays have none
+        if cai is not None and cai["data"][0] % 4:
+            return rows
         pairs = rows.data.__dict__["_tm_pairs"] = rows.data.view(np.int32)
     return replace(rows, data=pairs, widen=K.WIDEN_BF16_PAIRS, span=2)
 
