@@ -112,6 +112,9 @@ def test_streams_are_numbas():
 
     assert _launch._stream(0).handle == driver._to_core_stream(0).handle
     assert _launch._stream(0) is _launch._stream(0)  # made once a handle
+    for handle in (12345, 0):  # a stream of torch's or CuPy's as numba sees it (an external stream), the default
+        s = driver.Stream(driver.binding.CUstream(handle), external=True)
+        assert int(_launch._stream(s).handle) == int(driver._to_core_stream(s).handle) == handle
 
 
 class Dispatcher:
