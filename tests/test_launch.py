@@ -241,3 +241,14 @@ def test_switch_off(direct, monkeypatch):
     for _ in range(3):
         _launch.launch(d, 1, 256, 0, args, device=0)
     assert len(d.launched) == 3 and not direct
+
+
+def test_show_config_names_the_switches(monkeypatch):
+    import turbometrics as tm
+
+    gpu = tm.show_config(mode="dicts")["GPU"]
+    assert gpu["direct launches"] == ("on" if _launch.DIRECT else "off")
+    monkeypatch.setattr(_launch, "DIRECT", False)
+    monkeypatch.setenv("TURBOMETRICS_KERNEL_CACHE", "0")
+    gpu = tm.show_config(mode="dicts")["GPU"]
+    assert gpu["direct launches"] == "off" and gpu["compiled-kernel cache"] == "off"

@@ -105,8 +105,16 @@ def config() -> dict[str, dict[str, Any]]:
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", ""),
         },
         "Numba": _numba(),
-        "GPU": _gpu(),
+        "GPU": {**_gpu(), **_gpu_switches()},
     }
+
+
+def _gpu_switches() -> dict[str, str]:
+    """The GPU path's two switches (docs/gpu.md): launches past numba's per-call work, compiled kernels on disk."""
+    from . import _launch
+
+    cache = os.environ.get("TURBOMETRICS_KERNEL_CACHE", "1") != "0"  # (read where the kernels are made)
+    return {"direct launches": "on" if _launch.DIRECT else "off", "compiled-kernel cache": "on" if cache else "off"}
 
 
 def show_config(mode: str = "stdout") -> dict[str, dict[str, Any]] | None:
