@@ -49,7 +49,7 @@ step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no
 step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40 (its last point): needs the lm-eval 0.4.13 wheel carried (its docstring)
 step update_loop 60 python3 tools/gpu_update_loop.py  # issue 41: no stall in Perplexity.update
 step head_anchors 90 python3 tools/gpu_head_anchors.py  # issue 41: the fused head vs CCE, Liger, PyTorch
-step overhead 45 python3 tools/gpu_overhead.py
+step overhead 60 python3 tools/gpu_overhead.py
 step first_call 90 python3 tools/gpu_first_call.py  # a new process's first calls: kernel cache empty, filled, off
 step parity 100 python3 tools/gpu_parity.py
 step bench 150 python3 -m pytest benchmarks/test_bench_gpu.py --benchmark-only -q -p no:cacheprovider \

@@ -137,6 +137,38 @@ for name, fn in [
 refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
 print(f"direct launch kinds learned: {len(_launch._KINDS)}, left on numba's path: {refused or 'none'}")
 
+# Issue 41's must-show, one verdict a line: the call against its kernel alone (+60 us), the read, PyTorch.
+import torch.nn.functional as F  # noqa: E402
+
+
+def kernel_alone(kind, a, tt):
+    """The call's kernel with its buffers and targets prepared once (as benchmarks/test_bench_gpu.py)."""
+    if kind == "topk":
+        return _gpu.topk_job(a, 50, True)[-1]
+    rows_ = _gpu.device_rows(a, "x")
+    if kind == "nll":
+        return _gpu.row_job("nll_rows", _gpu._as_pairs(rows_), tt, None, None, np.float64)[-1]
+    return _gpu.row_job("rank_rows", rows_, tt, None, None, np.int64, False, True)[-1]
+
+
+xs, ts = torch.randn(100_000, 1000, device="cuda"), torch.randint(0, 1000, (100_000,), device="cuda")
+checks = [  # name, call, kernel kind, scores, targets, most x read, torch's call, least x faster than torch
+    ("perplexity f32", lambda: tm.perplexity(x, t), "nll", x, t, 1.15, None, None),
+    ("perplexity bf16", lambda: tm.perplexity(xb, t), "nll", xb, t, 1.5, lambda: float(F.cross_entropy(xb, t)), 2.5),
+    ("perplexity f16", lambda: tm.perplexity(xh, t), "nll", xh, t, 1.5, None, None),
+    ("topk_accuracy k=5 f32", lambda: tm.topk_accuracy(x, t, k=5), "rank", x, t, 1.15, None, None),
+    ("topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts, k=5), "rank", xs, ts, 2.5, None, None),
+    ("topk k=50 f32", lambda: tm.topk(x, 50), "topk", x, t, 2.2, None, None),
+]
+for name, call, kind, a, tt, most, theirs, least in checks:
+    c, k, r = best(call), best(kernel_alone(kind, a, tt)), best(lambda a=a: float(a.sum()))
+    verdict = [f"call - kernel {(c - k) * 1e3:.0f} us ({'ok' if c - k <= 0.060 else 'OVER'} 60)"]
+    verdict.append(f"{c / r:.2f}x read ({'ok' if c / r <= most else 'OVER'} {most})")
+    if theirs is not None:
+        p = best(theirs)
+        verdict.append(f"{p / c:.2f}x faster than torch {p:.3f} ms ({'ok' if p / c >= least else 'UNDER'} {least})")
+    print(f"must-show {name:<28} call {c:.3f} ms, kernel {k:.3f} ms, read {r:.3f} ms: {'; '.join(verdict)}", flush=True)
+
 # Issue 41: a metric object's update returns before its kernel ran (host time only, the GPU left busy), and
 # torchmetrics' Perplexity (update + compute on (1, 4096, V)) unpatched, patched, against tm.perplexity.
 ppl = tm.metrics.Perplexity()
