@@ -629,6 +629,7 @@ def test_direct_launches_give_numbas_bits(rng, monkeypatch):
     t[0, :7] = -100
     h = torch.randn(300, 32, device="cuda")
     w = torch.randn(1001, 32, device="cuda")
+    th = rng.integers(0, 1001, 300)
 
     def calls():
         return [
@@ -640,7 +641,7 @@ def test_direct_launches_give_numbas_bits(rng, monkeypatch):
             tm.mean_reciprocal_rank(x, t, ignore_index=-100),
             *(a.cpu().numpy() for a in tm.topk(x, 7)),
             tm.metrics.Perplexity().update(x, t.clamp(min=0)).compute(),  # pending updates (scratch reused)
-            tm.token_nll_from_hidden(h, w, rng.integers(0, 1001, 300)),
+            tm.token_nll_from_hidden(h, w, th),
         ]
 
     monkeypatch.setattr(_launch, "DIRECT", False)
