@@ -138,6 +138,9 @@ def show_config(mode: str = "stdout") -> dict[str, dict[str, Any]] | None:
     >>> import turbometrics as tm
     >>> list(tm.show_config(mode="dicts"))
     ['turbometrics', 'CPU', 'SIMD paths', 'threads', 'Numba', 'GPU']
+    >>> gpu = tm.show_config(mode="dicts")["GPU"]  # with the GPU path's switches (docs/gpu.md)
+    >>> gpu["direct launches"], gpu["compiled-kernel cache"]
+    ('on', 'on')
     """
     if mode not in ("stdout", "dicts"):
         raise ValueError(f"mode must be 'stdout' or 'dicts', got {mode!r}")
