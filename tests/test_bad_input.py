@@ -52,7 +52,34 @@ LT = np.zeros((2, 3), np.int64)
         (lambda: tm.perplexity(L, LT, mask=np.full((2, 3), 2)), ValueError, "mask must hold only 0 and 1"),
         (lambda: tm.perplexity(L, LT, mask=np.ones((2, 3))), TypeError, "mask must be boolean"),
         (lambda: tm.perplexity(L, LT, ignore_index=1.5), TypeError, "ignore_index must be an integer"),
-        (lambda: tm.perplexity(L, LT, num_threads=0), ValueError, "num_threads must be >= 1"),
+        (lambda: tm.perplexity(L, LT, num_threads=0), ValueError, r"num_threads must be in \[1, 2147483647\]"),
+        (lambda: tm.perplexity(L, LT, num_threads=2**31), ValueError, "num_threads must be in"),
+        (lambda: tm.corpus_bleu(["a"], [["a"]], num_threads=2**70), ValueError, "num_threads must be in"),
+        (lambda: tm.topk_accuracy(S, T, k=()), ValueError, "non-empty"),
+        (lambda: tm.topk(S, 2, largest="no"), TypeError, "largest must be a bool"),
+        (lambda: tm.topk(S, 2, sorted=None), TypeError, "sorted must be a bool"),
+        (lambda: tm.topk([[1.0, 2.0], [3.0]], 1), ValueError, "^x: "),
+        (lambda: tm.token_nll_from_hidden(S, None, T), TypeError, "weight must be array-like"),
+        (lambda: tm.perplexity_from_hidden(S[:0], S, T[:0]), ValueError, "hidden is empty"),
+        (lambda: tm.corpus_chrf(["a b"], [["a c"]], beta=float("inf")), ValueError, "beta must be"),
+        (lambda: tm.corpus_chrf(["a b"], [["a c"]], beta=1e200), ValueError, "square is finite"),
+        (lambda: tm.pairwise_chrf(["a b", "a"], beta=float("nan")), ValueError, "beta must be"),
+        (lambda: tm.corpus_bleu(["a"], [["a"]], smooth_method="add-k", smooth_value=-5), ValueError, "smooth_value"),
+        (
+            lambda: tm.corpus_bleu(["a"], [["a"]], smooth_method="floor", smooth_value=np.nan),
+            ValueError,
+            "smooth_value",
+        ),
+        (lambda: tm.corpus_bleu(["a"], [["a"]], tokenize="flores200", spm_model=3), TypeError, "spm_model must be"),
+        (lambda: tm.lcs_length([np.array([2**64 - 1], np.uint64)], [[1]]), ValueError, r"a\[0\] holds .*int64"),
+        (lambda: tm.segment_bleu(np.array([[2**63]], np.uint64), np.array([[1]])), ValueError, "int64's range"),
+        (lambda: tm.lm_perplexity(lambda ids: None, []), ValueError, "token_ids holds no sequence"),
+        (lambda: tm.lm_perplexity(lambda ids: None, [[1, 2], []]), ValueError, r"token_ids\[1\] is empty"),
+        (lambda: tm.lm_perplexity(lambda ids: None, np.array([1, 2**64 - 1], np.uint64)), ValueError, "int64"),
+        (lambda: tm.cross_validate(lambda a, b, c: c, S, T, metrics=[len]), TypeError, "metrics must be a dict"),
+        (lambda: tm.cross_validate(lambda a, b, c: c, S, T, metrics={0: len}), TypeError, "names must be strings"),
+        (lambda: tm.cross_validate(lambda a, b, c: c, S, None, metrics={"n": len}), TypeError, "^y must"),
+        (lambda: tm.patch(3), TypeError, "libraries must be"),
         (lambda: tm.perplexity_from_nll(np.zeros((2, 3, 4))), ValueError, "nll must have shape"),
         (lambda: tm.perplexity_from_nll(np.zeros(0)), ValueError, "nll is empty"),
         (lambda: tm.perplexity_from_probs(np.ones(3), ignore_index=0), ValueError, "ignore_index needs targets"),
@@ -70,3 +97,34 @@ def test_ignored_targets_may_be_out_of_range():
     t = np.array([[0, 1, -100], [2, 99, 4]])
     m = np.array([[1, 1, 1], [1, 0, 1]], bool)
     assert np.isfinite(tm.perplexity(L, t, ignore_index=-100, mask=m))
+
+
+def test_a_text_bleu_and_a_token_id_bleu_do_not_merge():
+    # update() refuses to mix them; merging two objects must too (their statistics count different tokens)
+    text = tm.metrics.BLEU().update(["1 2 3 4"], [["1 2 3 4"]])
+    ids = tm.metrics.BLEU().update(np.array([[5, 6, 7, 8]]), np.array([[5, 6, 7, 8]]))
+    for a, b in ((text, ids), (ids, text)):
+        with pytest.raises(ValueError, match="cannot merge a BLEU of"):
+            a.merge(b)
+    assert (text + tm.metrics.BLEU()).compute().score == text.compute().score  # an empty one merges with either
+
+
+def test_uint64_ids_never_alias_negative_ones():
+    # 2**64 - 1 read as int64 is -1: an LCS of 1 with [-1] that is not there; and 2**63 - 1 still works
+    assert tm.lcs_length([np.array([2**63 - 1], np.uint64)], [np.array([2**63 - 1])]).tolist() == [1]
+    assert tm.lcs_length([np.array([5], np.uint64)], [np.array([-1])]).tolist() == [0]
+
+
+def test_a_resample_of_only_zero_weights_is_an_error_not_nan():
+    acc = tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[[0, 1]], [0, 1], sample_weight=[0.0, 1.0])
+    with pytest.raises(ValueError, match="resamples have no score"):
+        tm.bootstrap_ci(acc, n_resamples=50, seed=1)
+    ci = tm.bootstrap_ci(tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[[0, 1]], [0, 1], sample_weight=[0.5, 1.0]))
+    assert np.isfinite([ci.mean, ci.low, ci.high]).all()
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "1", True])
+def test_resampling_seed_is_named(seed):
+    acc = tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[[0, 1]], [0, 1])
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        tm.bootstrap_ci(acc, n_resamples=10, seed=seed)

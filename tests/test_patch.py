@@ -357,6 +357,22 @@ def test_bad_arguments():
         tm.patch("nltk")
     with pytest.raises(ValueError, match="unknown library"):
         tm.is_patched("numpy")
+    with pytest.raises(TypeError, match="libraries must be a name or a list of names"):
+        tm.patch(3)
+
+
+def test_chrf_options_ours_do_not_take_fall_back(wmt17):
+    # sacrebleu takes orders past ours (5,000 characters, a negative word order): the original scores them
+    from sacrebleu.metrics import CHRF
+
+    hyp, ref = wmt17["systems"]["KIT"][:5], wmt17["ref"][:5]
+    options = [{"char_order": 1100}, {"word_order": -1}]
+    want = [CHRF(**o).corpus_score(hyp, [ref]).score for o in options]
+    tm.patch(["sacrebleu"])
+    try:
+        assert [CHRF(**o).corpus_score(hyp, [ref]).score for o in options] == want
+    finally:
+        tm.unpatch()
 
 
 def test_verbose_and_strict(wmt17, caplog, monkeypatch):

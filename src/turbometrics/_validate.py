@@ -78,7 +78,12 @@ def to_numpy(x: Any, name: str) -> tuple[np.ndarray, bool]:
         return x, False
     if hasattr(x, "__cuda_array_interface__") or type(x).__module__.startswith(("numba.cuda", "numba_cuda")):
         return np.asarray(to_host(x)), False
-    if hasattr(x, "__array__") or isinstance(x, (list, tuple, numbers.Number)):
+    if isinstance(x, (list, tuple)):
+        try:
+            return np.asarray(x), False
+        except ValueError as e:  # ragged nesting: numpy's message names no argument
+            raise ValueError(f"{name}: {e}") from None
+    if hasattr(x, "__array__") or isinstance(x, numbers.Number):
         return np.asarray(x), False
     if hasattr(x, "__dlpack__"):
         return np.from_dlpack(x), False
@@ -177,6 +182,15 @@ def as_int_array(x: Any, name: str) -> np.ndarray:
     return a
 
 
+def as_int64(x: Any, name: str) -> np.ndarray:
+    """``as_int_array`` as int64 (IDs: token IDs, sequence items); uint64 values past int64's range are a
+    ValueError, not wrapped to negative ones (which would alias other IDs)."""
+    a = as_int_array(x, name)
+    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds {int(a.max())}, past int64's range (IDs are read as int64)")
+    return a.astype(np.int64, copy=False)
+
+
 def as_mask(mask: Any, shape: tuple, name: str = "mask") -> np.ndarray:
     """A boolean mask of ``shape`` (True = counted); integer 0/1 masks are accepted."""
     m = to_numpy(mask, name)[0]
@@ -253,6 +267,13 @@ def check_int(v: Any, name: str, minimum: int | None = None) -> int:
     return v
 
 
+def check_bool(v: Any, name: str) -> bool:
+    """A flag that must be a bool (as torch's own): a string such as "no" is not read as True."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {v!r}")
+    return bool(v)
+
+
 def check_k(k: Any, n: int, name: str = "k") -> int:
     k = check_int(k, name)
     if not 1 <= k <= n:
@@ -303,13 +324,16 @@ def default_threads() -> int:
     return os.cpu_count() or 1
 
 
+_INT_MAX = 2**31 - 1
+
+
 def check_threads(num_threads: Any) -> int:
     """None -> every core this process may use; else a positive int."""
     if num_threads is None:
         return default_threads()
     n = check_int(num_threads, "num_threads")
-    if n < 1:
-        raise ValueError(f"num_threads must be >= 1, got {n}")
+    if not 1 <= n <= _INT_MAX:  # (the kernels take a C int)
+        raise ValueError(f"num_threads must be in [1, {_INT_MAX}], got {n}")
     return n
 
 

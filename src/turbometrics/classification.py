@@ -70,10 +70,11 @@ def topk(
     >>> tm.topk(np.array([[1.0, 3.0, 2.0, 3.0]]), 2)
     (array([[3., 3.]]), array([[1, 3]]))
     """
+    largest, sorted = _validate.check_bool(largest, "largest"), _validate.check_bool(sorted, "sorted")
     if _gpu.use_gpu(device, x):
         if _validate.check_int(axis, "axis") not in (-1, len(getattr(x, "shape", np.shape(x))) - 1):
             raise ValueError("on the GPU topk selects along the last axis; move the axis there first")
-        return _gpu.topk(x, k, bool(largest))
+        return _gpu.topk(x, k, largest)
     a = _validate.as_array(x, "x")
     if a.data.ndim == 0:
         raise ValueError("x must have at least one dimension")
@@ -86,7 +87,7 @@ def topk(
     k = _validate.check_k(k, d.shape[-1])
     lead = d.shape[:-1]
     rows = _validate.rows3d(d.reshape(-1, d.shape[-1]) if d.ndim > 3 else d, "x", 1, 3)
-    vals, idx = _dense.topk_rows(rows, a.code, k, bool(largest), bool(sorted), _validate.check_threads(num_threads))
+    vals, idx = _dense.topk_rows(rows, a.code, k, largest, sorted, _validate.check_threads(num_threads))
     vals = np.moveaxis(vals.reshape(lead + (k,)), -1, ax)
     idx = np.moveaxis(idx.reshape(lead + (k,)), -1, ax)
     if a.code == _validate.F16:
@@ -287,6 +288,8 @@ class TopKAccuracy(_RankMetric):
     """
 
     def __init__(self, k: int | Sequence[int] = 5, ties: str = "sklearn", ignore_index: int | None = None):
+        if isinstance(k, (tuple, list)) and not k:
+            raise ValueError("k must be an integer or a non-empty tuple/list of them, got an empty one")
         for kk in k if isinstance(k, (tuple, list)) else [k]:
             _validate.check_int(kk, "k")
         self.k = k

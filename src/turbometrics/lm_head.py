@@ -56,7 +56,7 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
     else:
         arrays = {}
         for name, x in (("hidden", hidden), ("weight", weight), ("bias", bias)):
-            if x is None:
+            if x is None and name == "bias":
                 continue
             a = _validate.as_array(x, name)
             _validate.require_float(a, name)
@@ -562,6 +562,8 @@ def perplexity_from_hidden(
     shape = tuple(getattr(hidden, "shape", np.shape(hidden)))
     if len(shape) not in (2, 3):
         raise ValueError(f"hidden must have shape (N, d) or (B, T, d) for a perplexity, got {shape}")
+    if 0 in shape[:-1]:
+        raise ValueError(f"hidden is empty (shape {shape}): no token to score")
     nll, counted = _head_nll(
         hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes
     )

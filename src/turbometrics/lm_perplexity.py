@@ -59,10 +59,17 @@ def windows(length: int, max_length: int, stride: int, seq: int = 0) -> Iterator
 
 def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids") -> list[np.ndarray]:
     """One id sequence or a list of them (ragged), as int64 host arrays (ids >= 0 or ignore_index)."""
-    if isinstance(token_ids, (list, tuple)) and token_ids and not np.isscalar(token_ids[0]):
-        seqs = [_validate.as_int_array(to_host(s), f"{name}[{i}]") for i, s in enumerate(token_ids)]
+    if isinstance(token_ids, (list, tuple)) and not token_ids:
+        raise ValueError(f"{name} holds no sequence")
+    if isinstance(token_ids, (list, tuple)) and not np.isscalar(token_ids[0]):
+        seqs = [  # an empty list has no dtype: the emptiness is the error (below)
+            np.zeros(0, np.int64)
+            if isinstance(s, (list, tuple)) and not s
+            else _validate.as_int64(to_host(s), f"{name}[{i}]")
+            for i, s in enumerate(token_ids)
+        ]
     else:
-        a = _validate.as_int_array(to_host(token_ids), name)
+        a = _validate.as_int64(to_host(token_ids), name)
         if a.ndim not in (1, 2):
             raise ValueError(
                 f"{name} must be one sequence (T,), a batch (B, T) or a list of sequences; got shape {a.shape}"
@@ -79,7 +86,7 @@ def _sequences(token_ids: Any, ignore_index: int | None, name: str = "token_ids"
         neg = s[(s < 0) & (s != ignore_index)] if ignore_index is not None else s[s < 0]
         if neg.size:
             raise ValueError(f"{name}[{i}] holds a negative id ({int(neg[0])})")
-        out.append(np.asarray(s, dtype=np.int64))
+        out.append(s)
     return out
 
 

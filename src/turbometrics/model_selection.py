@@ -13,7 +13,7 @@ import copy
 import numbers
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -23,18 +23,18 @@ from . import _validate
 __all__ = ["KFold", "StratifiedKFold", "RepeatedKFold", "GroupKFold"]
 
 
-def _n_samples(X: Any) -> int:
+def _n_samples(X: Any, name: str = "X") -> int:
     if X is None:
-        raise TypeError("X must be array-like (its length is the number of samples), got None")
+        raise TypeError(f"{name} must be array-like (its length is the number of samples), got None")
     shape = getattr(X, "shape", None)
     if shape is not None:
         if len(shape) == 0:
-            raise TypeError("X must have at least one dimension")
+            raise TypeError(f"{name} must have at least one dimension")
         return int(shape[0])
     try:
         return len(X)
     except TypeError:
-        raise TypeError(f"X must be array-like, got {type(X).__name__}") from None
+        raise TypeError(f"{name} must be array-like, got {type(X).__name__}") from None
 
 
 def _column(a: Any, name: str, n: int) -> np.ndarray:
@@ -340,9 +340,13 @@ def cross_validate(
     >>> res.mean["acc"]
     1.0
     """
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a dict of names to metric(predictions, y_test), got {type(metrics).__name__}")
     if not metrics:
         raise ValueError("metrics must map at least one name to a callable metric(predictions, y_test)")
     for name, m in metrics.items():
+        if not isinstance(name, str):
+            raise TypeError(f"metrics' names must be strings, got {name!r}")
         if not callable(m):
             raise TypeError(f"metrics[{name!r}] must be callable, got {type(m).__name__}")
     if method not in ("auto", "predict", "predict_proba", "decision_function"):
@@ -350,8 +354,8 @@ def cross_validate(
     splitter = KFold(int(cv)) if isinstance(cv, numbers.Integral) and not isinstance(cv, bool) else cv
     if isinstance(cv, (str, bytes)) or not hasattr(splitter, "split"):
         raise TypeError(f"cv must be an int or a splitter with split(X, y, groups), got {type(cv).__name__}")
-    if _n_samples(y) != _n_samples(X):
-        raise ValueError(f"X has {_n_samples(X)} samples but y has {_n_samples(y)}")
+    if _n_samples(y, "y") != _n_samples(X):
+        raise ValueError(f"X has {_n_samples(X)} samples but y has {_n_samples(y, 'y')}")
     run = _fit_predict_of(fit_predict, method)
     values: dict[str, list] = {k: [] for k in metrics}
     fit_time, score_time = [], []

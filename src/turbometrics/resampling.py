@@ -125,10 +125,18 @@ def _supporting(mode: str) -> list[str]:
     return sorted(found)
 
 
-def _check_resampling(n_resamples: Any, confidence: Any, mode: Any) -> tuple[int, float]:
+def _check_resampling(n_resamples: Any, confidence: Any, mode: Any, seed: Any) -> tuple[int, float]:
     n = _validate.check_int(n_resamples, "n_resamples", minimum=1)
     confidence = _validate.check_real(confidence, "confidence", open_unit=True, exc=ValueError)
     _validate.check_choice(mode, "mode", MODES)
+    if mode == "rouge_score" and isinstance(seed, np.random.RandomState):  # rouge-score's own generator
+        return n, confidence
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"seed must be an int >= 0 or None, got {seed!r}")
+    try:  # numpy's own rule (ints >= 0, sequences of them), in a message that names the argument
+        np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"seed must be an int >= 0 or None: {e}") from None
     return n, confidence
 
 
@@ -218,6 +226,17 @@ def _resampled_scores(plan: Plan, n_resamples: int, seed: Any, num_threads: int)
     )
 
 
+def _check_defined(samples: np.ndarray, point: np.ndarray) -> None:
+    """A ValueError where a resample's score is undefined (NaN) but the whole data's is not: a resample that
+    drew only rows of weight 0 (a weighted mean's 0/0), which the one-shot function refuses too."""
+    undefined = np.isnan(samples).any(axis=1) if np.isfinite(point).all() else np.zeros(0, bool)
+    if undefined.any():
+        raise ValueError(
+            f"{int(undefined.sum())} of {len(samples)} resamples have no score (each drew only rows whose "
+            "sample_weight is 0, a weighted mean of nothing); give fewer such rows, or drop them"
+        )
+
+
 def bootstrap_ci(
     accumulator: Any,
     n_resamples: int = 1000,
@@ -242,8 +261,9 @@ def bootstrap_ci(
     confidence : float
         In (0, 1).
     seed : int, None or numpy RandomState
-        An int for reproducible results, None for fresh entropy (in
-        ``rouge_score`` mode None means numpy's global RNG, as rouge-score uses).
+        An int >= 0 for reproducible results, None for fresh entropy (in
+        ``rouge_score`` mode None means numpy's global RNG, as rouge-score uses,
+        and a ``RandomState`` is drawn from as it is).
     mode : {"default", "sacrebleu", "rouge_score"}
         See the module docstring; each metric declares the modes it supports
         (``acc.modes``): "sacrebleu" for BLEU/chrF (confidence 0.95 only),
@@ -270,7 +290,7 @@ def bootstrap_ci(
     >>> round(ci.score, 2), ci.low <= ci.score <= ci.high
     (75.03, True)
     """
-    n_resamples, confidence = _check_resampling(n_resamples, confidence, mode)
+    n_resamples, confidence = _check_resampling(n_resamples, confidence, mode, seed)
     threads = _validate.check_threads(num_threads)
     plan = _plan_of(accumulator, mode)
     if mode == "sacrebleu":
@@ -280,6 +300,7 @@ def bootstrap_ci(
     if mode == "rouge_score":
         return _rouge_score_ci(plan, n_resamples, confidence, seed)
     samples = _resampled_scores(plan, n_resamples, seed, threads)
+    _check_defined(samples, plan.point)
     low, high = _order_interval(samples, confidence)
     mean = _fsum_mean(samples)
     return _intervals(plan, mean, low, high, n_resamples, confidence, seed, mode)
@@ -417,7 +438,7 @@ def paired_test(
     _validate.check_choice(method, "method", ("bootstrap", "randomization"))
     if n_resamples is None:
         n_resamples = 1000 if method == "bootstrap" else 10000
-    n_resamples, _ = _check_resampling(n_resamples, 0.95, mode)
+    n_resamples, _ = _check_resampling(n_resamples, 0.95, mode, seed)
     threads = _validate.check_threads(num_threads)
     if mode == "rouge_score":
         raise ValueError("mode='rouge_score' has no paired test (rouge-score has none); use 'default'")

@@ -118,6 +118,8 @@ def patch(libraries: str | Iterable[str] | None = None, *, verbose: bool = False
     if libraries is None:
         wanted = [lib for lib in LIBRARIES if importlib.util.find_spec(lib) is not None]
     else:
+        if not isinstance(libraries, (str, Iterable)):
+            raise TypeError(f"libraries must be a name or a list of names, got {type(libraries).__name__}")
         wanted = [libraries] if isinstance(libraries, str) else list(libraries)
         for lib in wanted:
             if lib not in LIBRARIES:

@@ -152,12 +152,16 @@ def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
 
 def chrf_options(self: Any) -> tuple:
     """A sacrebleu ``CHRF``'s options as our chrF takes them (``Fallback`` for those it does not take)."""
+    from turbometrics.text.chrf import check_options
+
     opts = (self.char_order, self.word_order, self.beta)
+    try:  # our ranges (sacrebleu takes more: word_order=-1, 5000 orders, beta=inf (which it fails on))
+        check_options(*opts)
+    except (TypeError, ValueError):
+        raise Fallback(f"char_order, word_order, beta = {opts!r}") from None
     if (
         not all(type(v) is int for v in opts[:2])
-        or isinstance(self.beta, bool)
         or not isinstance(self.beta, (int, float))
-        or not self.beta > 0
         or self.order != sum(opts[:2])
     ):
         raise Fallback(f"char_order, word_order, beta = {opts!r}")

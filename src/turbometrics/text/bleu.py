@@ -245,6 +245,10 @@ class BLEU(Metric):
         _validate.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
         self._code, default = SMOOTH[smooth_method]
         self._value = default if smooth_value is None else _validate.check_real(smooth_value, "smooth_value")
+        if not (
+            math.isfinite(self._value or 0.0) and (self._value or 0.0) >= 0
+        ):  # sacrebleu: a log's domain error or NaN
+            raise ValueError(f"smooth_value must be a finite number >= 0, got {smooth_value!r}")
         self._order = _validate.check_int(max_ngram_order, "max_ngram_order")
         if not 1 <= self._order <= _text.MAX_ORDER:
             raise ValueError(f"max_ngram_order must be in [1, {_text.MAX_ORDER}], got {self._order}")
@@ -300,6 +304,13 @@ class BLEU(Metric):
             hyps, refs, self._tok, self._order, lowercase, _validate.check_threads(num_threads), prepared
         )
         return rows, nrefs_label(refs), False
+
+    def check_compatible(self, other: Any) -> None:
+        """As ``Metric.check_compatible``; and both must hold text, or both token IDs (``update``'s rule)."""
+        super().check_compatible(other)
+        if self._ids and other._ids and self._ids[-1] != other._ids[-1]:
+            kinds = ("token IDs" if ids[-1] else "text" for ids in (self._ids, other._ids))
+            raise ValueError(f"cannot merge a BLEU of {next(kinds)} with a BLEU of {next(kinds)}: another corpus")
 
     def _stats_ids(self, hypotheses, references, num_threads, pad_id, device):
         """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words;

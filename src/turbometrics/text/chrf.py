@@ -8,8 +8,10 @@ per-segment ids in C++; per segment the reference with the best F is kept
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +68,20 @@ def _sacrebleu_float32(row: np.ndarray, beta: float, eps_smoothing: bool) -> flo
     return 0.0
 
 
+def check_options(char_order: Any, word_order: Any, beta: Any) -> tuple[int, int, float]:
+    """chrF's orders and beta as the kernels take them: (char_order, word_order, beta); a ValueError or
+    TypeError naming the option otherwise (the patch falls back to sacrebleu for those)."""
+    nc, nw = _validate.check_int(char_order, "char_order"), _validate.check_int(word_order, "word_order")
+    if nc < 0 or nw < 0 or not 1 <= nc + nw <= _text.MAX_ORDER:
+        raise ValueError(
+            f"char_order and word_order must be >= 0 with one to {_text.MAX_ORDER} orders in all; got {nc}, {nw}"
+        )
+    b = _validate.check_real(beta, "beta", positive=True, exc=ValueError)
+    if not math.isfinite(b * b):  # the F-score weighs recall by beta squared
+        raise ValueError(f"beta must be a positive number whose square is finite, got {beta!r}")
+    return nc, nw, b
+
+
 class CHRF(Metric):
     """Corpus chrF / chrF++ (sacrebleu 2.6.0's numbers) accumulated over chunks of segments.
 
@@ -96,12 +112,7 @@ class CHRF(Metric):
         whitespace: bool = False,
         eps_smoothing: bool = False,
     ):
-        nc, nw = _validate.check_int(char_order, "char_order"), _validate.check_int(word_order, "word_order")
-        if nc < 0 or nw < 0 or not 1 <= nc + nw <= _text.MAX_ORDER:
-            raise ValueError(
-                f"char_order and word_order must be >= 0 with one to {_text.MAX_ORDER} orders in all; got {nc}, {nw}"
-            )
-        _validate.check_real(beta, "beta", positive=True, exc=ValueError)
+        nc, nw, _ = check_options(char_order, word_order, beta)
         self.char_order, self.word_order, self.beta = char_order, word_order, beta
         self.lowercase, self.whitespace, self.eps_smoothing = bool(lowercase), bool(whitespace), bool(eps_smoothing)
         self._signature = Signature.of(

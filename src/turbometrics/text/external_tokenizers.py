@@ -72,11 +72,13 @@ def _mecab(name: str) -> External:
 
 
 def _spm(name: str, spm_model: str | None) -> External:
+    if spm_model is not None and not isinstance(spm_model, (str, os.PathLike)):
+        raise TypeError(f"spm_model must be a path to a SentencePiece model, got {type(spm_model).__name__}")
     try:
         import sentencepiece
     except ImportError:
         raise ImportError(f'tokenize={name!r} needs SentencePiece: pip install "turbometrics[spm]"') from None
-    path = spm_model or sacrebleu_model_path(name)
+    path = os.fspath(spm_model) if spm_model else sacrebleu_model_path(name)
     if not os.path.isfile(path):
         url = SPM[name][0]
         raise FileNotFoundError(
@@ -84,7 +86,10 @@ def _spm(name: str, spm_model: str | None) -> External:
             f"(sacrebleu's cache; $SACREBLEU moves it), or pass spm_model='path/to/model'"
         )
     sp = sentencepiece.SentencePieceProcessor()
-    sp.Load(path)
+    try:
+        sp.Load(path)
+    except (RuntimeError, OSError) as e:  # not a model file (SentencePiece's own message follows)
+        raise ValueError(f"spm_model {path!r} is not a SentencePiece model: {e}") from None
 
     @functools.lru_cache(maxsize=1 << 16)
     def tokenize(line: str) -> str:

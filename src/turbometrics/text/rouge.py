@@ -340,11 +340,11 @@ def lcs_length(
             x = (
                 np.zeros(0, np.int64)
                 if isinstance(x, (list, tuple)) and not x
-                else _validate.as_int_array(x, f"{name}[{i}]")
+                else _validate.as_int64(x, f"{name}[{i}]")
             )
             if x.ndim != 1:
                 raise ValueError(f"{name}[{i}] must be 1-D, got shape {x.shape}")
-            arrs.append(x.astype(np.int64, copy=False))
+            arrs.append(x)
         offsets.append(np.concatenate([[0], np.cumsum([len(x) for x in arrs], dtype=np.int64)]).astype(np.int64))
         flat.append(np.concatenate(arrs) if arrs else np.zeros(0, np.int64))
     ids, inverse = np.unique(np.concatenate(flat), return_inverse=True)  # ids -> [0, n_ids)

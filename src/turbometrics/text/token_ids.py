@@ -55,7 +55,7 @@ def refuse(x: Any, metric: str, why: str) -> None:
 def _one(seq: Any, name: str, pad_id: int | None) -> np.ndarray:
     if isinstance(seq, (list, tuple)) and not seq:  # an empty sequence has no dtype to check
         return np.zeros(0, np.int64)
-    a = _validate.as_int_array(seq, name)
+    a = _validate.as_int64(seq, name)
     if a.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of token IDs, got shape {a.shape}")
     return a if pad_id is None else a[a != pad_id]
@@ -65,7 +65,7 @@ def _pack(seqs: list[np.ndarray], name: str) -> tuple[np.ndarray, np.ndarray]:
     lens = np.fromiter((len(s) for s in seqs), np.int64, len(seqs))
     off = np.zeros(len(seqs) + 1, np.int64)
     np.cumsum(lens, out=off[1:])
-    tok = np.concatenate([s.astype(np.int64, copy=False) for s in seqs]) if seqs else np.zeros(0, np.int64)
+    tok = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
     _check_values(tok, name)
     return tok, off
 
@@ -106,8 +106,8 @@ def _check_pad(pad_id: Any) -> int | None:
 def _int_array(x: Any, name: str, on_device: bool) -> Any:
     """An integer ndarray, or with ``on_device`` a torch tensor left where it is (the GPU path compacts
     CUDA tensors on their device instead of copying them to the host and back)."""
-    if not (on_device and is_torch(x)):
-        return _validate.as_int_array(to_host(x), name)
+    if not (on_device and is_torch(x)) or str(x.dtype) == "torch.uint64":  # (checked for int64's range there)
+        return _validate.as_int64(to_host(x), name)
     if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
         raise TypeError(f"{name} must hold integers, got dtype {x.dtype}")
     return x.detach()
