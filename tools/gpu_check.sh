@@ -4,7 +4,8 @@
 # so a slow step cuts the later ones short instead of losing the whole batch. Each step's log goes to
 # /tmp/gpu-logs; check.log (every step's tail) and the eight files the device tool brings back go to $OUT
 # (or ./gpu-out).
-#   [STEPS="build tests ..."] bash tools/gpu_check.sh [seconds, default 540]
+#   [STEPS="build tests ..."] [TURBOMETRICS_COMMIT=abc1234] bash tools/gpu_check.sh [seconds, default 540]
+# (TURBOMETRICS_COMMIT: the commit the reports name where the copy of the tree has no git history)
 # On the 2026-11 image numba-cuda 0.30.4 cannot lower kernels with its NumPy 2.5: carry a NumPy 2.4 wheel for
 # Python 3.12 (the device tool's README: .whl, pip install --target) and put it first on PYTHONPATH (kept here).
 # Wheels carried in .whl (numpy 2.4, lm-eval, cut-cross-entropy, liger-kernel: see the tools' docstrings) are
@@ -24,6 +25,8 @@ elif compgen -G ".whl/*.whl" > /dev/null; then
   else
     { echo "=== wheels: pip install failed"; tail -n 20 "$logs/wheels.log"; } >> "$log"
   fi
+else
+  echo "=== wheels: none carried (.whl is git-ignored: name it in the call's carry)" | tee -a "$log"
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TURBOMETRICS_DATA="${TURBOMETRICS_DATA:-}"
 
@@ -34,18 +37,34 @@ step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log 
   (( left < cap )) && cap=$left
   if (( cap < 10 )); then echo "=== $name: skipped (out of time)" | tee -a "$log"; return; fi
   local t0=$(date +%s)
-  timeout -k 5 "$cap" "$@" > "$logs/$name.log" 2>&1
+  # SIGINT first: pytest prints its summary so far, a script its traceback (SIGKILL 10 s later)
+  timeout -s INT -k 10 "$cap" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
   echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s (cap $cap s)" | tee -a "$log"
   grep -v -e "NumbaPerformanceWarning" -e "warn(errors" "$logs/$name.log" | tail -n 25 >> "$log"
+  # into $OUT as each step ends, so that a call cut short still brings back what ran (eight files at most)
+  case " tests scale ncu " in *" $name "*) cp "$logs/$name.log" "$out/" ;; esac
+  case " update_loop head_anchors overhead first_call parity variants racecheck memcheck lm_eval " in
+    *" $name "*) { echo "=== $name"; tail -n 150 "$logs/$name.log"; } >> "$out/misc.log" ;;
+  esac
 }
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   python3 -c "import sys, torch, numba, numba_cuda, numpy; print(sys.version.split()[0], 'torch', torch.__version__,
 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'numpy', numpy.__version__)"
-  git log -1 --format='commit %h %s' 2>/dev/null; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
+  git log -1 --format='commit %h %s' 2>/dev/null || echo "commit ${TURBOMETRICS_COMMIT:-unknown} (no git here)"; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
 step build 150 python3 setup.py -q build_ext --inplace
-step tests 120 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
+# a numba-cuda that cannot launch here (the NumPy 2.5 of the image without the carried 2.4) fails every later
+# step: say so in seconds, on stdout, and stop
+if [[ -z "${STEPS:-}" || " $STEPS " == *" tests "* ]] && ! python3 -c "
+import numpy as np; from numba import cuda
+k = cuda.jit(lambda a: None); a = cuda.to_device(np.zeros(1)); k[1, 1](a); cuda.synchronize()" > "$logs/preflight.log" 2>&1
+then
+  { echo "=== preflight: numba-cuda cannot launch a kernel (numpy $(python3 -c 'import numpy; print(numpy.__version__)'))"
+    tail -n 15 "$logs/preflight.log"; } | tee -a "$log"
+  exit 3
+fi
+step tests 150 env TURBOMETRICS_GPU_TESTS=1 python3 -m pytest tests/gpu -q -p no:cacheprovider -n 8
 step lm_eval 120 python3 tools/gpu_lm_eval.py 32 2048  # issue 40 (its last point): needs the lm-eval 0.4.13 wheel carried (its docstring)
 step update_loop 60 python3 tools/gpu_update_loop.py  # issue 41: no stall in Perplexity.update
 step head_anchors 90 python3 tools/gpu_head_anchors.py  # issue 41: the fused head vs CCE, Liger, PyTorch
@@ -66,9 +85,7 @@ step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBO
 step host 45 python3 tools/gpu_scale.py host
 python3 benchmarks/report.py --json "$out/bench.json" > "$logs/bench_report.txt" 2>&1 || true
 tail -n 60 "$logs/bench_report.txt" >> "$log"
-for f in tests scale ncu; do [ -f "$logs/$f.log" ] && cp "$logs/$f.log" "$out/"; done
-for f in update_loop head_anchors overhead first_call parity variants racecheck memcheck lm_eval; do
-  [ -f "$logs/$f.log" ] && { echo "=== $f"; tail -n 150 "$logs/$f.log"; }
-done > "$out/misc.log"  # the device tool brings back eight files
 [ -f "$logs/bench_report.txt" ] && cp "$logs/bench_report.txt" "$out/"
 [ -f "$logs/host.log" ] && tail -c 60000 "$logs/host.log" > "$out/host.log"
+# the verdicts on stdout too (the device tool's output tail): each tool's PASS/FAIL and must-show lines
+grep -hE "^(PASS|FAIL|must-show|SUMMARY|verdict)|[0-9]+ (passed|failed)" "$logs"/*.log 2>/dev/null | tail -n 60

@@ -24,6 +24,7 @@ import transformers
 
 import turbometrics as tm
 from turbometrics._bench.cases_lm_eval import _tokenizer
+from turbometrics.patch import calls
 
 batch = int(sys.argv[1]) if len(sys.argv) > 1 else 32
 length = int(sys.argv[2]) if len(sys.argv) > 2 else 2048
@@ -66,15 +67,40 @@ def run(lm, reqs, patched: bool):
         tm.unpatch()
 
 
+def verdict(name: str, ok: bool, detail: str) -> None:
+    print(f"{'PASS' if ok else 'FAIL'} {name} {detail}", flush=True)
+
+
+def measured(lm, reqs, patched: bool):
+    """``run``, or None where it ran out of GPU memory (a result here, not the end of the script)."""
+    try:
+        return run(lm, reqs, patched)
+    except torch.OutOfMemoryError as e:
+        print(f"{'patched' if patched else 'lm-eval'}: out of GPU memory: {str(e).splitlines()[0]}", flush=True)
+        torch.cuda.empty_cache()
+        return None
+
+
 lm = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size=batch, max_length=length)
 for kind, cont in (("rolling", length - 1), ("choice", 12)):
     reqs = requests(cont)
     for patched in (False, True):  # a warm-up of each, then the measured run
-        run(lm, reqs, patched)
-    theirs, t_theirs, m_theirs = run(lm, reqs, False)
-    ours, t_ours, m_ours = run(lm, reqs, True)
-    a, b = np.array([x for x, _ in ours]), np.array([x for x, _ in theirs])
-    same_greedy = [g for _, g in ours] == [g for _, g in theirs]
+        measured(lm, reqs, patched)
+    before = calls()
+    theirs, ours = measured(lm, reqs, False), measured(lm, reqs, True)
+    counts = {f"{k[0]}: {k[1]}": v - before.get(k, 0) for k, v in calls().items() if v != before.get(k, 0)}
+    print(f"{kind}: the patched run's calls {counts or 'none'} (a fallback is the harness's own path)", flush=True)
+    if ours is None:
+        verdict(f"{kind} memory/speed", False, "the patched run ran out of memory")
+        continue
+    if theirs is None:  # the harness's full log-softmax did not fit: ours did
+        verdict(
+            f"{kind} memory", True, f"lm-eval ran out of memory; patched +{ours[2] / 2**30:.2f} GiB in {ours[1]:.3f} s"
+        )
+        continue
+    (got, t_ours, m_ours), (want, t_theirs, m_theirs) = ours, theirs
+    a, b = np.array([x for x, _ in got]), np.array([x for x, _ in want])
+    same_greedy = [g for _, g in got] == [g for _, g in want]
     print(
         f"{kind} {batch} x {length}: lm-eval {t_theirs:.3f} s +{m_theirs / 2**30:.2f} GiB; patched {t_ours:.3f} s "
         f"+{m_ours / 2**30:.2f} GiB ({t_theirs / t_ours:.1f}x faster, {m_ours / m_theirs:.3f} of the memory); "
@@ -82,6 +108,9 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
         f"is_greedy same: {same_greedy}",
         flush=True,
     )
+    if GPU:  # issue 40: at most 1/8 of the peak memory, at least 2x faster
+        verdict(f"{kind} memory", m_ours <= m_theirs / 8, f"{m_ours / m_theirs:.3f} of lm-eval's peak (at most 0.125)")
+        verdict(f"{kind} speed", t_theirs >= 2 * t_ours, f"{t_theirs / t_ours:.2f}x faster (at least 2)")
 
 auto = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size="auto", max_batch_size=auto_max, max_length=length)
 reqs = requests(12)
@@ -92,3 +121,5 @@ tm.unpatch()
 print(
     f"batch_size='auto' at {length} tokens: lm-eval picks {picked}, patched {picked_ours} ({picked_ours / picked:.1f}x)"
 )
+if GPU:
+    verdict("batch_size='auto'", picked_ours >= 4 * picked, f"{picked_ours / picked:.1f}x larger (at least 4)")

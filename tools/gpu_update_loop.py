@@ -10,8 +10,8 @@ products, as many as take about as long as the update's kernel). Measured in one
     ``compute()``, from a synchronised start to the result (and when the loop itself returned);
 (b) the same loop's GPU work: the forward passes and the update's kernel (``nll_rows``, prepared once through
     ``turbometrics._gpu.row_job``) queued back to back with no host work between, CUDA events around the
-    whole loop; beside it, the device time the CUDA profiler sums over a run of the real loop (kernels and
-    copies); then a / b, against the issue's target of at most 1.05;
+    whole loop (where that kernel cannot be prepared, the device time the CUDA profiler sums over a run of
+    the real loop instead); then a / b, against the issue's target of at most 1.05;
 (c) no sync in ``update``: with a long busy kernel queued first (``torch.cuda._sleep``, ~300 ms), one
     ``update`` of each metric object (``Perplexity``, ``TopKAccuracy(k=5)``, ``MeanReciprocalRank``) must
     return while the stream is still busy (``torch.cuda.current_stream().query()`` False): PASS/FAIL;
@@ -173,7 +173,7 @@ def main() -> int:
         b_ms = (time.perf_counter() - t0) * 1e3
         print(f"(b) CPU dry run: forward + tm.token_nll, {n_up} times: {b_ms:.1f} ms", flush=True)
     prof_ms = None
-    if gpu:
+    if gpu and b_ms is None:  # the reference where (b) could not be built (it costs a profiled loop: not otherwise)
         try:
             from torch.autograd import DeviceType
             from torch.profiler import ProfilerActivity, profile
@@ -190,13 +190,11 @@ def main() -> int:
             prof_ms = sum(us for us, _ in busy) / 1e3
             top = ", ".join(f"{k[:40]} {us / 1e3:.1f} ms" for us, k in sorted(busy, reverse=True)[:5])
             print(f"(b') the real loop's device time (CUDA profiler): {prof_ms:.1f} ms; most: {top}", flush=True)
-        except Exception as e:  # noqa: BLE001 - the profiler is a cross-check only
+        except Exception as e:  # noqa: BLE001 - then no reference: a / b is not shown
             print(f"(b') the CUDA profiler failed: {type(e).__name__}: {e}", flush=True)
     b_ref = b_ms if b_ms is not None else prof_ms
     if b_ref:
         check("loop time <= 1.05x its GPU work", t_loop * 1e3 <= 1.05 * b_ref, f"(a / b = {t_loop * 1e3 / b_ref:.3f})")
-        if prof_ms and b_ms is not None:
-            print(f"a / b' (profiler) = {t_loop * 1e3 / prof_ms:.3f}", flush=True)
 
     # (c) No synchronisation in update: a long busy kernel first, then one update; is the stream still busy?
     rank_t = targets[0].view(-1)
