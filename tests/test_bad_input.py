@@ -104,7 +104,7 @@ def test_a_text_bleu_and_a_token_id_bleu_do_not_merge():
     text = tm.metrics.BLEU().update(["1 2 3 4"], [["1 2 3 4"]])
     ids = tm.metrics.BLEU().update(np.array([[5, 6, 7, 8]]), np.array([[5, 6, 7, 8]]))
     for a, b in ((text, ids), (ids, text)):
-        with pytest.raises(ValueError, match="cannot merge a BLEU of"):
+        with pytest.raises(ValueError, match="statistics of text and of token IDs are two corpora"):
             a.merge(b)
     assert (text + tm.metrics.BLEU()).compute().score == text.compute().score  # an empty one merges with either
 
@@ -128,3 +128,21 @@ def test_resampling_seed_is_named(seed):
     acc = tm.metrics.TopKAccuracy(k=1).update(np.eye(5)[[0, 1]], [0, 1])
     with pytest.raises((TypeError, ValueError), match="seed"):
         tm.bootstrap_ci(acc, n_resamples=10, seed=seed)
+
+
+def test_copies_of_a_metric_with_an_object_option_merge():
+    # a tokenizer object compares by identity: each dask partition's (deep) copy must still merge, as across ranks
+    import copy
+
+    class Words:
+        def tokenize(self, text):
+            return text.lower().split()
+
+    m = tm.metrics.ROUGE(["rouge1"], tokenizer=Words())
+    p, r = ["a b c", "d e"], ["a b", "d e f"]
+    merged = copy.deepcopy(m).update(p[:1], r[:1]) + copy.deepcopy(m).update(p[1:], r[1:])
+    got, want = merged.compute(), m.update(p, r).compute()
+    assert got.keys() == want.keys() and all(np.array_equal(np.asarray(got[k]), np.asarray(want[k])) for k in want)
+    assert (tm.metrics.TopKAccuracy(k=[1, 2]) + tm.metrics.TopKAccuracy(k=(1, 2))).k == [1, 2]  # list == tuple
+    with pytest.raises(ValueError, match="different metrics or options"):
+        tm.metrics.ROUGE(["rouge1"], tokenizer=Words()) + tm.metrics.ROUGE(["rouge1"])

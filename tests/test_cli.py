@@ -176,6 +176,38 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert out.stdout == ""
 
 
+def test_bad_files_exit_2_with_one_line(tmp_path):
+    import gzip
+
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(b"a b c\n" * 100)[:30])
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04" + b"junk" * 10)
+    np.save(tmp_path / "zero.npy", np.float32(3.0))
+    np.save(tmp_path / "t.npy", np.int64(1))
+    cases = [
+        (["bleu", REF, "-i", KIT, "-e", "no-such-encoding"], "unknown encoding"),
+        (["bleu", REF, "-i", str(tmp_path / "cut.gz")], "truncated .gz"),
+        (["bleu", str(tmp_path / "empty.txt"), "-i", str(tmp_path / "empty.txt")], "holds no line"),
+        (["rouge", str(tmp_path / "empty.txt"), "-i", str(tmp_path / "empty.txt")], "holds no line"),
+        (["topk-accuracy", str(tmp_path / "bad.npz")], "not a readable .npz"),
+        (["perplexity", str(tmp_path / "zero.npy"), str(tmp_path / "t.npy")], "0-d"),
+    ]
+    for args, message in cases:
+        out = run(*args)
+        assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
+
+
+def test_a_closed_pipe_is_no_traceback():
+    p = subprocess.Popen(
+        [sys.executable, "-m", "turbometrics.cli", "bleu", REF, "-i", KIT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    p.stdout.close()  # the reader left before the score was printed (`| head -c0`)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=600) == 1 and "Traceback" not in err, err
+
+
 def test_bad_arrays_exit_2(tmp_path):
     np.save(tmp_path / "s.npy", np.zeros((4, 3)))
     np.save(tmp_path / "t.npy", np.array([0, 1, 2, 7]))

@@ -76,6 +76,11 @@ def test_accumulate_and_bad_input():
         tm.dask.corpus_bleu([("a", "b")])
     with pytest.raises(ValueError, match="bag items"):
         tm.dask.corpus_bleu(db.from_sequence(["just a string"]))
+    with pytest.raises(ValueError, match="bag items"):
+        tm.dask.corpus_bleu(db.from_sequence([("a b", None)]))
+    df = pd.DataFrame({"h": ["a b"], "r": ["a b"]})
+    with pytest.raises(ValueError, match="columns: the dataframe has no column 'zz'"):
+        tm.dask.corpus_bleu(dd.from_pandas(df, npartitions=1), columns=["h", "zz"])
     with pytest.raises(ValueError, match="split_every"):
         tm.dask.accumulate(bag, tm.metrics.BLEU(), lambda a, p: None, split_every=1)
     with pytest.raises(TypeError, match="accumulator"):

@@ -115,11 +115,14 @@ def _mismatch_worker(rank: int, init_file: str, out_dir: str, d: dict) -> None:
         "rouge types": lambda: tm.metrics.ROUGE(["rouge1"] if rank == 2 else ["rouge1", "rougeL"]),
         "class": lambda: tm.metrics.CHRF() if rank == 0 else tm.metrics.BLEU(),
         "ignore_index": lambda: tm.metrics.Perplexity(ignore_index=-100 if rank else 0),
+        "text and token IDs": tm.metrics.BLEU,  # the same options; rank 1's corpus is token IDs (merge's rule)
     }
     seen = {}
     for name, make in cases.items():
         m = make()
-        if isinstance(m, (tm.metrics.BLEU, tm.metrics.CHRF)):
+        if name == "text and token IDs" and rank == 1:
+            m.update(np.array([[1, 2, 3]]), np.array([[1, 2, 3]]))
+        elif isinstance(m, (tm.metrics.BLEU, tm.metrics.CHRF)):
             m.update(hyp, [ref])
         t0 = time.perf_counter()
         try:
@@ -219,6 +222,7 @@ def test_mismatched_metrics_raise_on_every_rank(tmp_path, data):
         want = {
             "unpicklable": "RuntimeError: sync: rank 1 could not pack",
             "not a metric": "RuntimeError: sync: rank 0 could not pack",
+            "text and token IDs": "ValueError: sync: turbometrics.text.bleu.BLEU(",
         }.get(name, "ValueError: sync: rank")
         assert message.startswith(want), f"{name}: {message}"
         assert max(r[name][1] for r in ranks) < 60, f"{name}: a rank waited {max(r[name][1] for r in ranks):.0f} s"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import copy
 import functools
+import numbers
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -101,6 +102,19 @@ class Plan(NamedTuple):
     primary: tuple[int, ...]  # the score columns a paired test may compare
     wrap: Callable[[Callable[[Any, Callable], Any]], Any]  # (columns, cast) -> the user's result shape
     sacrebleu_score: Callable[[np.ndarray], Any] | None = None  # a float32 row -> sacrebleu's score
+
+
+def option_key(v: Any) -> Any:
+    """An option as merges compare it, in one process or across ranks: numbers and strings as they are, a
+    list as the tuple it equals, other objects (a tokenizer) by their type: a copy of one (each dask
+    partition's, each rank's) is not equal to it, nor is its state reliably comparable."""
+    if v is None or isinstance(v, (str, numbers.Number)):
+        return v
+    if isinstance(v, (tuple, list)):
+        return tuple(option_key(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), option_key(x)) for k, x in v.items()))
+    return f"<{type(v).__module__}.{type(v).__qualname__} object>"
 
 
 def once(metric: Any, *inputs: Any) -> Any:
@@ -275,9 +289,13 @@ class Metric(abc.ABC):
         """The options this metric was made with (what must match for a merge or a paired test)."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
+    def _option_keys(self) -> dict[str, Any]:
+        """The options as ``merge`` and ``sync`` compare them (``option_key``)."""
+        return {k: option_key(v) for k, v in self.options().items()}
+
     def check_compatible(self, other: Any) -> None:
         """Raise ValueError unless ``other`` is the same metric with the same options."""
-        if type(other) is not type(self) or other.options() != self.options():
+        if type(other) is not type(self) or other._option_keys() != self._option_keys():
             raise ValueError(f"cannot merge {other!r} into {self!r}: different metrics or options")
 
     def merge(self: M, other: M) -> M:
@@ -288,10 +306,17 @@ class Metric(abc.ABC):
         with _STATE_LOCK:
             self._settle()
             other._settle()
-            out = copy.copy(self)
-            for name in self._state:
-                setattr(out, name, getattr(self, name) + getattr(other, name))
+            merged = {name: getattr(self, name) + getattr(other, name) for name in self._state}
+        why = self._mixed(merged)
+        if why:
+            raise ValueError(f"cannot merge {other!r} into {self!r}: {why}")
+        out = copy.copy(self)
+        out._replace_state(merged)
         return out
+
+    def _mixed(self, state: dict[str, Any]) -> str | None:
+        """Why states gathered from several objects (``merge``, ``sync``) are not one corpus, or None."""
+        return None
 
     __add__ = merge
 

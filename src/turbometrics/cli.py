@@ -14,7 +14,9 @@ import argparse
 import gzip
 import io
 import json
+import os
 import sys
+import zipfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +44,10 @@ def _read_lines(path: str, encoding: str) -> list[str]:
         raise InputError(f"no such file: {path}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{path} is not valid {encoding}: {e.reason} at byte {e.start}") from None
+    except LookupError:
+        raise InputError(f"unknown encoding: {encoding}") from None
+    except EOFError:  # a .gz file cut short
+        raise InputError(f"{path} ends before its compressed stream does (a truncated .gz file?)") from None
 
 
 def _progress(total: int, unit: str):
@@ -68,6 +74,9 @@ def _fill(acc, n: int, unit: str, update: Callable[[Any, slice], Any]):
 def _text_inputs(args) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
     refs = [_read_lines(r, args.encoding) for r in args.refs]
     systems = [(p, _read_lines(p, args.encoding)) for p in (args.input or ["-"])]
+    for path, lines in [*zip(args.refs, refs), *systems]:
+        if not lines:  # (sacrebleu: "contains no sentence"; no score is defined)
+            raise InputError(f"{path} holds no line")
     for path, hyps in systems:
         for r, lines in zip(args.refs, refs):
             if len(lines) != len(hyps):
@@ -219,7 +228,7 @@ def _load_arrays(args, names: Sequence[str]) -> list:
         if len(args.arrays) == 1 and args.arrays[0].endswith(".npz"):
             try:
                 z = np.load(args.arrays[0], allow_pickle=False)
-            except (ValueError, OSError) as e:
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
                 if isinstance(e, FileNotFoundError):
                     raise
                 raise InputError(f"{args.arrays[0]} is not a readable .npz file ({e})") from None
@@ -249,6 +258,9 @@ def _load_npy(np, path: str):
 
 def _run_arrays(args, acc, names: Sequence[str]) -> Any:
     arrays = _load_arrays(args, names)
+    for name, a in zip(names, arrays):
+        if getattr(a, "ndim", 1) == 0:
+            raise InputError(f"{name} is a single number (0-d); it needs rows")
     if args.command == "perplexity" and getattr(arrays[0], "ndim", 0) != 3:
         return acc.update(*arrays).compute()  # (T, V) is one sequence: not split into chunks
     n = len(arrays[0])
@@ -483,7 +495,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"turbometrics {args.command}: error: {msg}", file=sys.stderr)
         return 2
     if out is not None:
-        print(out)
+        try:
+            print(out, flush=True)
+        except BrokenPipeError:  # `| head`: the reader left; no traceback (Python's own advice for EPIPE)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     return 0
 
 

@@ -94,10 +94,13 @@ def _text_items(part: Any, columns: Sequence[str] | None) -> tuple[list, list]:
         cols = list(part.columns) if columns is None else list(columns)
         if len(cols) < 2:
             raise ValueError("a dataframe needs a hypothesis column and at least one reference column")
+        missing = [c for c in cols if c not in part.columns]
+        if missing:
+            raise ValueError(f"columns: the dataframe has no column {missing[0]!r} (it has {list(part.columns)})")
         return list(part[cols[0]]), [list(part[c]) for c in cols[1:]]
     hyps, refs = [], []
     for item in part:
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
+        if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[1], (str, tuple, list)):
             raise ValueError(
                 f"bag items must be (hypothesis, reference) or (hypothesis, [references]), got {item!r:.80}"
             )

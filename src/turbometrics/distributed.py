@@ -121,19 +121,8 @@ def _unpack_field(packed: tuple) -> Any:
     return packed[1]
 
 
-def _plain(v: Any) -> Any:
-    """An option as compared across ranks: plain values as they are, other objects by their type."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, (tuple, list)):
-        return tuple(_plain(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((str(k), _plain(x)) for k, x in v.items()))
-    return f"<{type(v).__module__}.{type(v).__qualname__} object>"
-
-
 def _describe(metric: Any) -> str:
-    opts = ", ".join(f"{k}={_plain(v)!r}" for k, v in metric.options().items())
+    opts = ", ".join(f"{k}={v!r}" for k, v in metric._option_keys().items())
     return f"{type(metric).__module__}.{type(metric).__qualname__}({opts})"
 
 
@@ -216,6 +205,7 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
                 f"sync: rank {rank} holds {theirs} but rank 0 holds {mine}: every rank must sync "
                 f"the same metrics, with the same options, in the same order"
             )
+    states = []
     for i, m in enumerate(metrics):
         merged = {}
         for name in m._state:
@@ -227,6 +217,11 @@ def sync(*metrics: Any, process_group: Any = None) -> Any:
                 for p in parts[1:]:
                     total = total + p
                 merged[name] = total
+        why = m._mixed(merged)  # (every rank gathered the same states: all raise alike, none changed)
+        if why:
+            raise ValueError(f"sync: {_describe(m)}: {why}")
+        states.append(merged)
+    for m, merged in zip(metrics, states):
         m._replace_state(merged)
     log.debug(
         "synced %d metric(s) over %d ranks: sent %d bytes, received %d, in %.3f s",

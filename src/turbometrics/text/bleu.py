@@ -305,12 +305,10 @@ class BLEU(Metric):
         )
         return rows, nrefs_label(refs), False
 
-    def check_compatible(self, other: Any) -> None:
-        """As ``Metric.check_compatible``; and both must hold text, or both token IDs (``update``'s rule)."""
-        super().check_compatible(other)
-        if self._ids and other._ids and self._ids[-1] != other._ids[-1]:
-            kinds = ("token IDs" if ids[-1] else "text" for ids in (self._ids, other._ids))
-            raise ValueError(f"cannot merge a BLEU of {next(kinds)} with a BLEU of {next(kinds)}: another corpus")
+    def _mixed(self, state: dict[str, Any]) -> str | None:
+        if len(set(state["_ids"])) > 1:  # update's rule, for merge and sync too
+            return "statistics of text and of token IDs are two corpora"
+        return None
 
     def _stats_ids(self, hypotheses, references, num_threads, pad_id, device):
         """Token IDs (see text.token_ids): the statistics of tokenize="none" on the IDs written as words;
