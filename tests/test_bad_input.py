@@ -146,3 +146,24 @@ def test_copies_of_a_metric_with_an_object_option_merge():
     assert (tm.metrics.TopKAccuracy(k=[1, 2]) + tm.metrics.TopKAccuracy(k=(1, 2))).k == [1, 2]  # list == tuple
     with pytest.raises(ValueError, match="different metrics or options"):
         tm.metrics.ROUGE(["rouge1"], tokenizer=Words()) + tm.metrics.ROUGE(["rouge1"])
+
+
+def test_an_update_of_no_rows_adds_nothing():
+    # an empty last batch: as torchmetrics' objects and as an empty BLEU/ROUGE update; the one-shot functions refuse
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((2, 3, 5)).astype(np.float32), rng.integers(0, 5, (2, 3))
+    for make, empty, full in (
+        (tm.metrics.Perplexity, (L[:0], LT[:0]), (x, t)),
+        (lambda: tm.metrics.Perplexity(reduction="none"), (torch.zeros(0, 3, 5), torch.zeros(0, 3, dtype=int)), (x, t)),
+        (lambda: tm.metrics.Perplexity(input="nll"), (np.zeros((0, 3)),), (np.abs(x[..., 0]),)),
+        (lambda: tm.metrics.TopKAccuracy(k=2), (S[:0], T[:0]), (S, T)),
+        (tm.metrics.MeanReciprocalRank, (np.zeros((0, 2, 5)), np.zeros((0, 2), int)), (x, t)),
+    ):
+        m = make().update(*empty).update(*full).update(*empty)
+        assert np.array_equal(m.compute(), make().update(*full).compute()), make
+    with pytest.raises(ValueError, match=r"targets has shape \(0, 4\), expected \(0, 3\)"):
+        tm.metrics.Perplexity().update(L[:0], np.zeros((0, 4), int))
+    with pytest.raises(ValueError, match="logits is empty"):
+        tm.metrics.Perplexity().update(L[:, :0], LT[:, :0])  # sequences of no token: not an empty batch
+    with pytest.raises(ValueError, match="logits is empty"):
+        tm.perplexity(L[:0], LT[:0])

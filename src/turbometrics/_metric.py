@@ -104,6 +104,25 @@ class Plan(NamedTuple):
     sacrebleu_score: Callable[[np.ndarray], Any] | None = None  # a float32 row -> sacrebleu's score
 
 
+def no_rows(x: Any, targets: Any, classes: bool) -> bool:
+    """Whether an update's input has no rows (its first axis is 0: an empty last batch). Such an update adds
+    nothing, as in torchmetrics and as an empty BLEU or ROUGE update; its targets must still match it.
+    ``classes``: the last axis of ``x`` holds the classes ((N, V) or (B, T, V)), else ``x`` is per-token
+    values ((N,) or (B, T))."""
+    try:
+        shape = tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+    except ValueError:  # ragged nesting: left to the validation's message
+        return False
+    if len(shape) not in ((2, 3) if classes else (1, 2)) or shape[0] != 0 or (classes and shape[-1] == 0):
+        return False
+    if targets is not None:
+        want = shape[:-1] if classes else shape
+        got = tuple(targets.shape) if hasattr(targets, "shape") else np.shape(targets)
+        if tuple(got) != want:
+            raise ValueError(f"targets has shape {tuple(got)}, expected {want}")
+    return True
+
+
 def option_key(v: Any) -> Any:
     """An option as merges compare it, in one process or across ranks: numbers and strings as they are, a
     list as the tuple it equals, other objects (a tokenizer) by their type: a copy of one (each dask
@@ -204,10 +223,12 @@ class Metric(abc.ABC):
         del dropped  # outside the lock: a dropped chunk waits for its copy before its host block is freed
         return self
 
-    def _fold(self: M, chunk: tuple | Pending) -> M:
+    def _fold(self: M, chunk: tuple | Pending | None) -> M:
         """Fold in an update's chunk; a ``Pending`` one (and any chunk behind one) waits in ``_pending``."""
         with _STATE_LOCK:
             self._updates = getattr(self, "_updates", 0) + 1
+            if chunk is None:  # an update of no rows (``no_rows``): counted (errors name updates), adds nothing
+                return self
             pending = self.__dict__.setdefault("_pending", [])
             if pending or isinstance(chunk, Pending):
                 pending.append((self._updates, chunk))

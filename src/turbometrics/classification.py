@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _gpu, _validate
 from ._ext import _dense
-from ._metric import Metric, Plan, concat, once, one_score, ratios
+from ._metric import Metric, Plan, concat, no_rows, once, one_score, ratios
 
 TIES = ("sklearn", "optimistic", "pessimistic")
 # (count ties before the target, count ties after it) for each rule.
@@ -231,7 +231,10 @@ class _RankMetric(Metric):
         num_threads: int | None = None,
         device: str | None = None,
     ) -> _RankMetric:
-        """Add rows: scores (N, C) or (B, T, C), targets, optional per-row weights (as the one-shot function)."""
+        """Add rows: scores (N, C) or (B, T, C), targets, optional per-row weights (as the one-shot function).
+        No rows (an empty last batch) add nothing."""
+        if no_rows(scores, targets, classes=True):
+            return self._fold(None)
         return self._fold(self._stats(scores, targets, sample_weight, num_threads, device))
 
     def _state_arrays(self) -> tuple[np.ndarray, np.ndarray | None]:

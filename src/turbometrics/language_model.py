@@ -20,7 +20,7 @@ import numpy as np
 from . import _gpu, _validate
 from ._exact import ExactSum, exact_sum
 from ._ext import _dense
-from ._metric import Metric, Plan, concat, once, one_score, ratios
+from ._metric import Metric, Plan, concat, no_rows, once, one_score, ratios
 
 REDUCTIONS = ("token", "sequence", "none")
 INPUTS = ("logits", "log_probs", "probs", "nll")
@@ -260,7 +260,11 @@ class Perplexity(Metric):
         num_threads: int | None = None,
         device: str | None = None,
     ) -> Perplexity:
-        """Add tokens: ``logits`` (or what ``input`` names), targets and an optional mask, as ``perplexity``."""
+        """Add tokens: ``logits`` (or what ``input`` names), targets and an optional mask, as ``perplexity``. No
+        rows or sequences (an empty last batch) add nothing."""
+        gathered = self.input == "nll" or (self.input != "logits" and targets is None)
+        if no_rows(logits, targets, classes=not gathered):
+            return self._fold(None)
         return self._fold(self._stats(logits, targets, mask, num_threads, device))
 
     def _sequences(self) -> tuple[np.ndarray, np.ndarray]:
