@@ -288,6 +288,50 @@ def test_an_unknown_logit_map_falls_back_or_fails(ragged):
         tm.lm_perplexity(dropout, ragged[2:], max_length=16, stride=8, fuse_head=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_maps_within_a_bfloat16_step_of_the_logits_fall_back(ragged, dtype):
+    """Maps the split does not reproduce exactly, though close: the check is logit by logit, not against the
+    largest logit (bfloat16's unit of last place is 0.8% of a value)."""
+
+    def made(kind):  # a Llama that does one thing more than the split reproduces
+        model = tiny_hf("llama")
+        with torch.no_grad():
+            model.lm_head.weight.mul_(30)  # logits up to ~6: a cap of 30 moves them by at most ~1%
+        head = model.lm_head
+        if kind == "hidden scaled":  # MiniCPM3: the hidden states divided by logits_scaling before the head,
+            model.config.logits_scaling = 10.0  # which the split reads as Granite's quotient of the logits
+            head.register_forward_pre_hook(lambda mod, args: (args[0] / 10.0,))
+        else:  # an unnamed soft cap (RecurrentGemma's before its name was known): tanh(x / 30) * 30
+            head.register_forward_hook(lambda mod, args, out: torch.tanh(out / 30.0) * 30.0)
+        return model.to(dtype)
+
+    for kind in ("hidden scaled", "soft cap"):
+        model = made(kind)
+        with pytest.warns(UserWarning, match="differ from its head"):
+            got = tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8)
+        assert got == tm.lm_perplexity(model, ragged[2:], max_length=16, stride=8, fuse_head=False), kind
+
+
+def test_a_float32_residual_stream_and_float32_rounded_logits(ragged):
+    """Mamba in bfloat16 keeps its residual stream in float32 and casts before the head (the split casts
+    too); in float64 it rounds its logits to float32 (the split falls back: it would not)."""
+    model = tiny_hf("llama", dtype=torch.bfloat16)
+    model.model.register_forward_hook(
+        lambda mod, args, out: setattr(out, "last_hidden_state", out.last_hidden_state.float()) or out
+    )
+    model.lm_head.register_forward_pre_hook(lambda mod, args: (args[0].to(mod.weight.dtype),))
+    kw = dict(max_length=16, stride=8, reduction="none")
+    np.testing.assert_allclose(
+        tm.lm_perplexity(model, ragged[2:], fuse_head=True, **kw),
+        tm.lm_perplexity(model, ragged[2:], fuse_head=False, **kw),
+        rtol=1e-6,
+    )
+    model = tiny_hf("llama", dtype=torch.float64)
+    model.lm_head.register_forward_hook(lambda mod, args, out: out.float())
+    with pytest.raises(ValueError, match="rounds its logits to torch.float32"):
+        tm.lm_perplexity(model, ragged[2:], fuse_head=True, **kw)
+
+
 def test_a_body_head_pair(ragged):
     model = TinyCausalLM().eval()
 

@@ -317,7 +317,7 @@ def _verified(
         raise ValueError(
             f"fuse_head=True, but {type(model).__name__} applies something to its logits that "
             f"turbometrics does not reproduce: {why}. Known: logit_scale, logits_scaling, "
-            f"final_logit_softcapping. Pass fuse_head=False, or a (body, head) pair"
+            f"final_logit_softcapping, logits_soft_cap (after the head). Pass fuse_head=False, or a (body, head) pair"
         )
     warnings.warn(f"lm_perplexity: scoring {type(model).__name__}'s logits (fuse_head=False): {why}", stacklevel=3)
     return None
