@@ -388,7 +388,7 @@ def perplexity_from_log_probs(
     >>> tm.perplexity_from_log_probs(np.log([0.5, 0.125]))
     4.0
     """
-    return Perplexity(ignore_index, reduction, "log_probs").update(log_probs, targets, mask).compute()
+    return once(Perplexity(ignore_index, reduction, "log_probs"), log_probs, targets, mask, None, None)
 
 
 def perplexity_from_probs(
@@ -420,7 +420,7 @@ def perplexity_from_probs(
     >>> tm.perplexity_from_probs([0.5, 0.125])
     4.0
     """
-    return Perplexity(ignore_index, reduction, "probs").update(probs, targets, mask).compute()
+    return once(Perplexity(ignore_index, reduction, "probs"), probs, targets, mask, None, None)
 
 
 def perplexity_from_nll(nll: Any, mask: Any = None, reduction: str = "token") -> Any:
@@ -442,4 +442,4 @@ def perplexity_from_nll(nll: Any, mask: Any = None, reduction: str = "token") ->
     >>> tm.perplexity_from_nll(np.log([2.0, 8.0]))
     4.0
     """
-    return Perplexity(reduction=reduction, input="nll").update(nll, mask=mask).compute()
+    return once(Perplexity(reduction=reduction, input="nll"), nll, None, mask, None, None)

@@ -23,6 +23,7 @@ import numpy as np
 from . import _validate
 from ._arrays import is_torch
 from ._ext import _dense
+from ._metric import once
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
@@ -567,4 +568,4 @@ def perplexity_from_hidden(
     nll, counted = _head_nll(
         hidden, weight, targets, bias, ignore_index, mask, chunk, num_threads, logit_map, max_bytes
     )
-    return Perplexity(reduction=reduction, input="nll").update(nll, mask=counted).compute()
+    return once(Perplexity(reduction=reduction, input="nll"), nll, None, counted, None, None)
