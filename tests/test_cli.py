@@ -184,6 +184,8 @@ def test_bad_files_exit_2_with_one_line(tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04" + b"junk" * 10)
     np.save(tmp_path / "zero.npy", np.float32(3.0))
     np.save(tmp_path / "t.npy", np.int64(1))
+    np.save(tmp_path / "none.npy", np.zeros((0, 5), np.float32))
+    np.save(tmp_path / "t0.npy", np.zeros(0, np.int64))
     cases = [
         (["bleu", REF, "-i", KIT, "-e", "no-such-encoding"], "unknown encoding"),
         (["bleu", REF, "-i", str(tmp_path / "cut.gz")], "truncated .gz"),
@@ -191,6 +193,7 @@ def test_bad_files_exit_2_with_one_line(tmp_path):
         (["rouge", str(tmp_path / "empty.txt"), "-i", str(tmp_path / "empty.txt")], "holds no line"),
         (["topk-accuracy", str(tmp_path / "bad.npz")], "not a readable .npz"),
         (["perplexity", str(tmp_path / "zero.npy"), str(tmp_path / "t.npy")], "0-d"),
+        (["topk-accuracy", str(tmp_path / "none.npy"), str(tmp_path / "t0.npy")], "scores holds no row"),
     ]
     for args, message in cases:
         out = run(*args)

@@ -261,6 +261,8 @@ def _run_arrays(args, acc, names: Sequence[str]) -> Any:
     for name, a in zip(names, arrays):
         if getattr(a, "ndim", 1) == 0:
             raise InputError(f"{name} is a single number (0-d); it needs rows")
+        if len(a) == 0:  # (as an empty text file: no score is defined)
+            raise InputError(f"{name} holds no row")
     if args.command == "perplexity" and getattr(arrays[0], "ndim", 0) != 3:
         return acc.update(*arrays).compute()  # (T, V) is one sequence: not split into chunks
     n = len(arrays[0])
