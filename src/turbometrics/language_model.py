@@ -220,9 +220,13 @@ class Perplexity(Metric):
         self.ignore_index, self.reduction, self.input = ignore_index, reduction, input
         self.reset()
 
+    def _gathered(self, targets: Any) -> bool:
+        """Whether the input is one value per token ((N,) or (B, T)), not a row over the vocabulary."""
+        return self.input == "nll" or (self.input in ("probs", "log_probs") and targets is None)
+
     def _token_nll(self, x, targets, mask, num_threads, device) -> tuple[np.ndarray, np.ndarray]:
         kind = self.input
-        if kind == "nll" or (kind in ("probs", "log_probs") and targets is None):
+        if self._gathered(targets):
             if targets is not None:
                 raise ValueError("per-token NLLs take no targets")
             if self.ignore_index is not None:
@@ -262,8 +266,7 @@ class Perplexity(Metric):
     ) -> Perplexity:
         """Add tokens: ``logits`` (or what ``input`` names), targets and an optional mask, as ``perplexity``. No
         rows or sequences (an empty last batch) add nothing."""
-        gathered = self.input == "nll" or (self.input != "logits" and targets is None)
-        if no_rows(logits, targets, classes=not gathered):
+        if no_rows(logits, targets, classes=not self._gathered(targets)):
             return self._fold(None)
         return self._fold(self._stats(logits, targets, mask, num_threads, device))
 

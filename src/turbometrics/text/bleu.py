@@ -244,11 +244,11 @@ class BLEU(Metric):
         ext = external(tokenize, spm_model) if tokenize in EXTERNAL else None  # loads it now: errors come early
         _validate.check_choice(smooth_method, "smooth_method", tuple(SMOOTH))
         self._code, default = SMOOTH[smooth_method]
-        self._value = default if smooth_value is None else _validate.check_real(smooth_value, "smooth_value")
-        if not (
-            math.isfinite(self._value or 0.0) and (self._value or 0.0) >= 0
-        ):  # sacrebleu: a log's domain error or NaN
-            raise ValueError(f"smooth_value must be a finite number >= 0, got {smooth_value!r}")
+        self._value = default
+        if smooth_value is not None:
+            self._value = _validate.check_real(smooth_value, "smooth_value")
+            if not (math.isfinite(self._value) and self._value >= 0):  # sacrebleu: a log's domain error, or NaN
+                raise ValueError(f"smooth_value must be a finite number >= 0, got {smooth_value!r}")
         self._order = _validate.check_int(max_ngram_order, "max_ngram_order")
         if not 1 <= self._order <= _text.MAX_ORDER:
             raise ValueError(f"max_ngram_order must be in [1, {_text.MAX_ORDER}], got {self._order}")
