@@ -102,13 +102,26 @@ def test_memory_stays_a_slice(rng, monkeypatch):
 
 
 def test_gpu_plan_at_llama_scale():
-    """The default GPU budget at 8 x 4,096 rows, d = 4,096, V = 128,256 in bf16 (issue 41): the two slice buffers,
-    a block's gathered hidden rows, the fold's state (greedy: 5 arrays), the targets and the row index in at most
-    256 MiB, with blocks and slices wide enough for cuBLAS."""
+    """The default GPU budget at 8 x 4,096 rows, d = 4,096, V = 128,256 in bf16 (issue 41): whole rows of the
+    vocabulary in one buffer, at least 512 rows a multiply (cuBLAS at speed), few multiplies; with a block's
+    hidden rows, the fold's state (greedy: 5 arrays), the targets and the row index in at most 256 MiB."""
     rows, d, V = 8 * 4096, 4096, 128256
-    block, width = lm_head._plan(rows, V, d, 2, None, lm_head.GPU_BUDGET_MAX, slots=2)
-    extra = 2 * block * width * 2 + block * d * 2 + rows * 8 * (5 + 2)
-    assert extra <= 256 << 20 and block >= 4096 and width >= 8192, (block, width, extra / 2**20)
+    block, width, slots = lm_head._plan(rows, V, d, 2, None, lm_head.GPU_BUDGET_MAX, gpu=True)
+    extra = slots * block * width * 2 + block * d * 2 + rows * 8 * (5 + 2)
+    assert width == V and slots == 1 and block >= 512 and -(-rows // block) <= 40, (block, width, slots)
+    assert extra <= 256 << 20, extra / 2**20
+
+
+def test_gpu_plan_column_slices_in_two_buffers():
+    """Where 512 whole rows do not fit the budget (a huge vocabulary, a small budget), or a chunk is given, a GPU
+    slices the vocabulary into two buffers (one folded while the other is multiplied), both within the budget;
+    the CPU keeps one buffer."""
+    rows, d, V, budget = 8 * 4096, 4096, 1 << 20, 192 << 20
+    block, width, slots = lm_head._plan(rows, V, d, 2, None, budget, gpu=True)
+    assert slots == 2 and width < V and block >= 4096 and (2 * width + d) * block * 2 <= budget
+    assert lm_head._plan(rows, V, d, 2, 10240, budget, gpu=True)[1:] == (10240, 2)
+    assert lm_head._plan(rows, 128256, d, 2, 128256, budget, gpu=True)[2] == 1
+    assert lm_head._plan(rows, V, d, 2, None, budget)[2] == 1
 
 
 def test_gpu_overlap_puts_each_fold_between_its_buffers_gemms(rng, monkeypatch):

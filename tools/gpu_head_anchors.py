@@ -154,9 +154,8 @@ def our_plan(h: torch.Tensor, w: torch.Tensor) -> tuple[int, int, str]:
         from turbometrics import lm_head
 
         budget = lm_head._budget(h, "torch", None)
-        slots = 2 if h.is_cuda else 1  # two slice buffers on a GPU (one folded while the next is multiplied)
-        block, width = lm_head._plan(n, v, d, h.element_size(), None, budget, slots)
-        return int(block), int(width), f"our plan: {block} rows x {width} columns"
+        block, width, slots = lm_head._plan(n, v, d, h.element_size(), None, budget, h.is_cuda)
+        return int(block), int(width), f"our plan: {block} rows x {width} columns, {slots} buffer(s)"
     except Exception as e:  # noqa: BLE001 - a private helper that may have changed: fall back
         return -(-n // 8), v, f"8 row slices (our plan unreadable: {type(e).__name__}: {e})"
 
@@ -235,14 +234,36 @@ def main() -> int:
         torch.cuda.empty_cache()
     block, width, how = our_plan(h, w)
 
-    def gemm_slices():
+    def gemm_slices(block: int, width: int):
         for r0 in range(0, n, block):
             for v0 in range(0, v, width):
                 torch.mm(h[r0 : r0 + block], w[v0 : v0 + width].T)
 
-    run(f"GEMM alone, in slices ({how})", gemm_slices)
+    run(f"GEMM alone, in slices ({how})", lambda: gemm_slices(block, width))
     ours = "turbometrics `perplexity_from_hidden`"
     run(ours, lambda: tm.perplexity_from_hidden(h, w, t), value=float)
+    if gpu:  # the host's share: the time until our call reaches its one wait (the copy back), of the whole call
+        from turbometrics import _gpu
+
+        reached, result = [], _gpu.HeadFold.result
+        _gpu.HeadFold.result = lambda self: reached.append(time.perf_counter()) or result(self)
+        try:
+            bench.sync()
+            t0 = time.perf_counter()
+            tm.perplexity_from_hidden(h, w, t)
+            t1 = time.perf_counter()
+        finally:
+            _gpu.HeadFold.result = result
+        print(f"  {ours}: the host queued its work in {(reached[-1] - t0) * 1e3:.2f} ms of {(t1 - t0) * 1e3:.2f} ms")
+    # the plan before this one (a08b2b1..3bcc2a5: two buffers of 4,096 rows x 10,240 columns, folds overlapped)
+    old = 10240 if v > 10240 else max(1, v // 4)
+    run(f"GEMM alone, in the previous plan's slices ({min(n, 4096)} rows x {old} columns)", lambda: gemm_slices(
+        min(n, 4096), old))  # fmt: skip
+    run(
+        ours + f", the previous plan (chunk={old}, max_bytes=192 MiB: two buffers)",
+        lambda: tm.perplexity_from_hidden(h, w, t, chunk=old, max_bytes=192 << 20),
+        value=float,
+    )
 
     anchors = [  # (label, distribution, module, function): the fused losses a user would pick instead
         ("Cut Cross-Entropy", "cut-cross-entropy", "cut_cross_entropy", "linear_cross_entropy"),

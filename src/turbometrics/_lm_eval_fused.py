@@ -89,6 +89,19 @@ def _scores(lm: Any, split: _split_model.Split, ids: np.ndarray, rows: np.ndarra
         return token_scores_from_hidden(picked, split.weight, targets, split.bias, logit_map=split.logit_map)
 
 
+def _rows(spans: list[tuple[int, int, int]]) -> np.ndarray:
+    """The (batch row, position) of each scored token, answer after answer: an answer of k tokens whose input
+    ends at ``end`` in batch row b is scored at (b, end - k) ... (b, end - 1). In NumPy: a rolling batch scores
+    every position (65,504 rows for 32 x 2,048), which a list of Python tuples took ~80 ms to make."""
+    b, end, k = np.asarray(spans, np.int64).reshape(-1, 3).T
+    n = int(k.sum())
+    first = np.cumsum(k) - k  # each answer's first row
+    out = np.empty((n, 2), np.int64)
+    out[:, 0] = np.repeat(b, k)
+    out[:, 1] = np.arange(n) + np.repeat(end - k - first, k)
+    return out
+
+
 def _collate(req: tuple) -> tuple:
     toks = req[1] + req[2]  # longest first, as the original (its batch sizes and warnings rely on it)
     return -len(toks), tuple(toks)
@@ -124,18 +137,19 @@ def loglikelihood_tokens(
         for b, inp in enumerate(inps):
             batched[b, : len(inp)] = inp
         answers: list[tuple] = []  # (request strings, its first row, its end)
-        rows: list[tuple[int, int]] = []  # (batch row, position) of each continuation token
-        targets: list[int] = []
+        spans: list[tuple[int, int, int]] = []  # (batch row, its input's end, tokens) of each answer
+        targets: list[list[int]] = []
+        first = 0
         for b, ((request_str, ctx_tokens, cont_toks), inplen) in enumerate(zip(chunk, inplens, strict=True)):
-            end = inplen  # where the continuation's last log-probability comes from, in the padded input
             for req_str, toks, _ in re_ord.get_cache(
                 req_str=request_str, cxt_toks=ctx_tokens, cont_toks=cont_toks, logits=proxy
             ):
-                first = len(rows)
-                rows.extend((b, p) for p in range(end - len(toks), end))
-                targets.extend(toks)
-                answers.append((req_str, first, len(rows)))
-        logp, greedy = _scores(lm, split, batched, np.asarray(rows, np.int64), np.asarray(targets, np.int64))
+                spans.append((b, inplen, len(toks)))  # the last log-probability comes from the input's end
+                targets.append(toks)
+                answers.append((req_str, first, first + len(toks)))
+                first += len(toks)
+        targets_ = np.concatenate([np.asarray(toks, np.int64) for toks in targets])
+        logp, greedy = _scores(lm, split, batched, _rows(spans), targets_)
         for req_str, a, z in answers:
             answer = (math.fsum(logp[a:z].tolist()), bool(greedy[a:z].all()))
             res.append(answer)

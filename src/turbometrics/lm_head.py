@@ -8,8 +8,10 @@ the model's forward pass would), and each slice is folded at once into a
 running log-sum-exp per row (the fused NLL kernel's, carried across slices:
 ``_dense.fold_rows``) and the target's logit. Memory is O(rows x slice).
 Positions that are not counted (``ignore_index``, ``mask``) are never
-multiplied. On CUDA each slice is folded on a second stream while the next
-is multiplied, and the host waits once a call (``_rows_torch``).
+multiplied. On CUDA a slice is whole rows of the vocabulary where enough fit,
+folded behind its multiply on the caller's stream (else column slices, each
+folded on a second stream while the next is multiplied), and the host waits
+once a call (``_rows_torch``).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from ._metric import once
 from .language_model import REDUCTIONS, Perplexity, _to_float64
 
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
-GPU_BUDGET_MAX = 192 << 20  # on a GPU: a quarter of the free memory, at most this. It holds two slices (one
-#   multiplied while the other is folded) and a block's gathered hidden rows: for 4,096 rows of d = 4,096 in bf16,
-#   slices of 10,240 columns (wide enough for cuBLAS, which wants several thousand), and with the fold's state the
-#   call's extra peak stays under 256 MiB (issue 41; 896 MiB of one slice at a time took 0.88 GiB)
-GPU_OVERLAP = True  # on CUDA each fold on a second stream (False: behind its GEMM on the caller's, for timings)
-_MAX_ROWS = 4096  # rows per block: keeps slices wide enough for an efficient multiply
+GPU_BUDGET_MAX = 240 << 20  # on a GPU: a quarter of the free memory, at most this, so that with the fold's
+#   state the call's extra peak stays under 256 MiB (issue 41). For Llama 3's head (d = 4,096, V = 128,256, bf16)
+#   it holds 937 whole rows of the vocabulary: 35 multiplies for 8 x 4,096 rows, each as fast as cuBLAS gets.
+#   (At 3bcc2a5, on an H100, 192 MiB in two buffers of 4,096 rows x 10,240 columns made 104 slices: 1.28x the
+#   GEMM; those slices multiplied alone took 1.10x the whole GEMM.)
+GPU_OVERLAP = True  # on CUDA, column slices each folded on a second stream (False: behind its GEMM, for timings)
+_MAX_ROWS = 4096  # rows per block of column slices: keeps slices wide enough for an efficient multiply
 _FULL_ROWS = 1024  # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
+_GPU_FULL_ROWS = 512  # on a GPU, this many (cuBLAS is at speed with 512 rows when the vocabulary is wide)
 
 
 def _check_head(hidden: Any, weight: Any, bias: Any):
@@ -84,14 +88,15 @@ def _check_head(hidden: Any, weight: Any, bias: Any):
 
 
 def _plan(
-    rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budget: int, slots: int = 1
-) -> tuple[int, int]:
-    """(rows per block, vocabulary columns per slice): ``slots`` logits slices of a block (2 on a GPU: one is
-    multiplied while the other is folded) and its copy of the hidden rows (d wide) in at most ``budget``
-    bytes. Whole rows of the vocabulary when enough of them fit (one fold a block), else slices sized for
-    _MAX_ROWS rows."""
-    if chunk is None and budget // ((slots * vocab + d) * itemsize) >= min(rows, _FULL_ROWS):
+    rows: int, vocab: int, d: int, itemsize: int, chunk: int | None, budget: int, gpu: bool = False
+) -> tuple[int, int, int]:
+    """(rows per block, vocabulary columns per slice, slice buffers): the buffers and a block's copy of the
+    hidden rows (d wide) in at most ``budget`` bytes. Whole rows of the vocabulary in one buffer when enough of
+    them fit (_FULL_ROWS, _GPU_FULL_ROWS on a GPU; one fold a block). Else slices sized for _MAX_ROWS rows, in
+    one buffer on the CPU and two on a GPU (one is multiplied while the other is folded)."""
+    if chunk is None and budget // ((vocab + d) * itemsize) >= min(rows, _GPU_FULL_ROWS if gpu else _FULL_ROWS):
         chunk = vocab
+    slots = 2 if gpu and (chunk is None or chunk < vocab) else 1
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
         chunk = max(256, (budget // (block * itemsize) - d) // slots) // 64 * 64
@@ -100,7 +105,7 @@ def _plan(
     # Equal blocks, not full ones and a small remainder: each block multiplies the whole weight, and a
     # small block's multiply costs about a full one's (the weight slices are packed again for it).
     blocks = -(-rows // block)
-    return -(-rows // blocks), chunk
+    return -(-rows // blocks), chunk, slots
 
 
 def _mapped(logit_map, logits):
@@ -157,10 +162,11 @@ def _head_pass(
     if idx.size == 0:
         return nll.reshape(shape), counted, None if top is None else top.reshape(shape)
     itemsize = int(h.element_size() if kind == "torch" else h.itemsize)
-    slots = 2 if kind == "torch" and h.device.type == "cuda" else 1  # _rows_torch's slice buffers
-    block, width = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes), slots)
+    gpu = kind == "torch" and h.device.type == "cuda"
+    block, width, slots = _plan(idx.size, vocab, int(h.shape[-1]), itemsize, chunk, _budget(h, kind, max_bytes), gpu)
     if kind == "torch":  # every block in one call: on a GPU the fold's state stays there until the end
-        parts = [(idx, _rows_torch(h, w, b, idx, t64[idx], width, threads, logit_map, greedy=greedy, block=block))]
+        out = _rows_torch(h, w, b, idx, t64[idx], width, threads, logit_map, greedy=greedy, block=block, slots=slots)
+        parts = [(idx, out)]
     else:
         blocks = [idx[r0 : r0 + block] for r0 in range(0, idx.size, block)]
         parts = [
@@ -341,13 +347,15 @@ def _multiply(torch: Any, hb: Any, w: Any, b: Any, v0: int, v1: int, buf: Any) -
 
 
 def _rows_torch(
-    h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False, block=None
-):
+    h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False, block=None,
+    slots=1,
+):  # fmt: skip
     """The rows ``rows`` of h (ascending), a block of ``block`` rows (default: all) and a slice of the
     vocabulary at a time, multiplied as ``F.linear`` does and each slice folded by our kernel: ``_CpuFold`` on
     the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is; True with CPU tensors runs the CUDA
-    simulator's copy of the kernel in tests). On CUDA every block folds into one state on the device, each
-    fold overlapping the next GEMM (``_Overlap``), and the host waits once, for the state's copy back."""
+    simulator's copy of the kernel in tests). On CUDA every block folds into one state on the device and the
+    host waits once, for the state's copy back; with two ``slots`` each fold overlaps the next GEMM
+    (``_Overlap``), with one it is queued behind its GEMM on the caller's stream."""
     import torch
 
     cuda = h.device.type == "cuda"
@@ -360,7 +368,7 @@ def _rows_torch(
         fold = HeadFold(t_rows, greedy, h.device if cuda else None)
     else:
         fold = _CpuFold(t_rows, threads, greedy)
-    pipe = _Overlap(torch, h.device) if cuda and GPU_OVERLAP else _Serial()
+    pipe = _Overlap(torch, h.device) if cuda and GPU_OVERLAP and slots == 2 else _Serial()
     bufs = _buffers(torch, h, min(block, len(rows)) * width, pipe.slots)
     k = 0  # slices made so far
     try:
@@ -421,10 +429,11 @@ def token_nll_from_hidden(
         logits within ``max_bytes``).
     max_bytes : int, optional
         Bytes held at once: a block's logits slice and its copy of the
-        hidden rows (on a GPU two slices: one is multiplied while the other
+        hidden rows (on a GPU, where fewer than 512 whole rows of the
+        vocabulary fit, two column slices: one is multiplied while the other
         is folded). Default: 64 MiB on the CPU (BLAS is at full speed well
-        before that); on a GPU a quarter of the free memory, at most 192 MiB
-        (slices still wide enough to keep cuBLAS busy).
+        before that); on a GPU a quarter of the free memory, at most 240 MiB
+        (937 whole rows of Llama 3's vocabulary for d = 4,096 in bf16).
     num_threads : int, optional
         Threads of the fold kernel (BLAS picks its own).
     logit_map : callable, optional

@@ -456,7 +456,7 @@ def test_lm_head_two_streams(rng, every, monkeypatch):
     rows = np.arange(n) if every else np.flatnonzero(rng.random(n) < 0.75)
 
     def call(greedy=False):
-        return lm_head._rows_torch(h, w, None, rows, t[rows], width, 1, greedy=greedy, block=block)
+        return lm_head._rows_torch(h, w, None, rows, t[rows], width, 1, greedy=greedy, block=block, slots=2)
 
     for greedy in (False, True):
         two = call(greedy)  # (also the kernels' first call, before the checks below)
