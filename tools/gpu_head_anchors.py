@@ -255,6 +255,10 @@ def main() -> int:
         finally:
             _gpu.HeadFold.result = result
         print(f"  {ours}: the host queued its work in {(reached[-1] - t0) * 1e3:.2f} ms of {(t1 - t0) * 1e3:.2f} ms")
+    if gpu:  # whole-vocabulary row blocks of other heights (multiples of 128 and 256: cuBLAS's tiles), GEMM alone
+        for rows_ in (512, 768, 896, 1024):
+            if rows_ != block:
+                run(f"GEMM alone, in slices of {rows_} rows x {v} columns", lambda r=rows_: gemm_slices(r, v))
     # the plan before this one (a08b2b1..3bcc2a5: two buffers of 4,096 rows x 10,240 columns, folds overlapped)
     old = 10240 if v > 10240 else max(1, v // 4)
     run(f"GEMM alone, in the previous plan's slices ({min(n, 4096)} rows x {old} columns)", lambda: gemm_slices(

@@ -81,6 +81,24 @@ def measured(lm, reqs, patched: bool):
         return None
 
 
+def profiled(lm, reqs, patched: bool, top: int = 8) -> None:
+    """One run under torch's profiler: the GPU time of its ``top`` kernels (by their own time) and of all."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            run(lm, reqs, patched)
+        rows = [e for e in prof.key_averages() if getattr(e, "self_device_time_total", 0) > 0]
+    except Exception as e:  # noqa: BLE001 - a profiler that cannot run here: the timings above stand
+        print(f"profile ({'patched' if patched else 'lm-eval'}): failed: {type(e).__name__}: {e}", flush=True)
+        return
+    rows.sort(key=lambda e: -e.self_device_time_total)
+    total = sum(e.self_device_time_total for e in rows) / 1e3
+    print(f"profile ({'patched' if patched else 'lm-eval'}): GPU time {total:.1f} ms in all; the top {top}:", flush=True)
+    for e in rows[:top]:
+        print(f"  {e.self_device_time_total / 1e3:8.2f} ms  x{e.count:<5} {e.key[:110]}", flush=True)
+
+
 lm = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size=batch, max_length=length)
 for kind, cont in (("rolling", length - 1), ("choice", 12)):
     reqs = requests(cont)
@@ -111,6 +129,9 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
     if GPU:  # issue 40: at most 1/8 of the peak memory, at least 2x faster
         verdict(f"{kind} memory", m_ours <= m_theirs / 8, f"{m_ours / m_theirs:.3f} of lm-eval's peak (at most 0.125)")
         verdict(f"{kind} speed", t_theirs >= 2 * t_ours, f"{t_theirs / t_ours:.2f}x faster (at least 2)")
+    if GPU and kind == "rolling":  # where each run's GPU time goes (rolling was 1.0x at 2e568f3: which kernels?)
+        for patched in (False, True):
+            profiled(lm, reqs, patched)
     if GPU and kind == "rolling":  # what a larger head budget would gain (fewer, larger slices): for the next plan
         from turbometrics import lm_head
 
