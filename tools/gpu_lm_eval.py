@@ -94,7 +94,8 @@ def profiled(lm, reqs, patched: bool, top: int = 8) -> None:
         return
     rows.sort(key=lambda e: -e.self_device_time_total)
     total = sum(e.self_device_time_total for e in rows) / 1e3
-    print(f"profile ({'patched' if patched else 'lm-eval'}): GPU time {total:.1f} ms in all; the top {top}:", flush=True)
+    who = "patched" if patched else "lm-eval"
+    print(f"profile ({who}): GPU time {total:.1f} ms in all; the top {top}:", flush=True)
     for e in rows[:top]:
         print(f"  {e.self_device_time_total / 1e3:8.2f} ms  x{e.count:<5} {e.key[:110]}", flush=True)
 
