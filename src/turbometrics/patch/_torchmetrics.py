@@ -71,8 +71,15 @@ def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) ->
     import torch
 
     total, count = _nll_sum(site.module._check_shape_and_type_consistency, preds, target, ignore_index)
-    value = _exp_mean(total, count)
-    return torch.tensor(value, dtype=torch.float64, device=preds.device).to(preds.dtype)
+    return _as_tensor(_exp_mean(total, count), preds.device, preds.dtype)
+
+
+def _as_tensor(value: float, device: Any, dtype: Any) -> Any:
+    """``torch.tensor(value, dtype=float64, device=device).to(dtype)`` without a copy to the device (on CUDA a
+    blocking one that waits for the stream): the value is the fill kernel's argument."""
+    import torch
+
+    return torch.full((), value, dtype=torch.float64, device=device).to(dtype)
 
 
 def update(site: Site, self: Any, preds: Any, target: Any) -> None:
@@ -92,6 +99,9 @@ def compute(site: Site, self: Any) -> Any:
     total, count = self.total_log_probs, self.count
     if total.dtype != torch.float64 or total.requires_grad:
         raise Fallback("the states were summed by torchmetrics' own update")
-    value = _exp_mean(float(total), float(count))
+    if count.dtype == torch.float64 and count.device == total.device and total.numel() == count.numel() == 1:
+        total_, count_ = torch.stack((total.reshape(()), count.reshape(()))).tolist()  # one copy back, one wait
+    else:
+        total_, count_ = float(total), float(count)
     dtype = self._defaults["total_log_probs"].dtype  # what torchmetrics' own states would give
-    return torch.tensor(value, dtype=torch.float64, device=total.device).to(dtype)
+    return _as_tensor(_exp_mean(total_, count_), total.device, dtype)
