@@ -68,7 +68,6 @@ def _shape_check(module: Any) -> Any:
 
 def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) -> Any:
     """``torchmetrics.functional.text.perplexity``."""
-    import torch
 
     total, count = _nll_sum(site.module._check_shape_and_type_consistency, preds, target, ignore_index)
     return _as_tensor(_exp_mean(total, count), preds.device, preds.dtype)
