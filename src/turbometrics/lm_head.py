@@ -31,13 +31,13 @@ from .language_model import REDUCTIONS, Perplexity, _to_float64
 DEFAULT_BUDGET = 64 << 20  # bytes of logits held at once (one block of rows x one vocabulary slice) on the CPU
 GPU_BUDGET_MAX = 240 << 20  # on a GPU: a quarter of the free memory, at most this, so that with the fold's
 #   state the call's extra peak stays under 256 MiB (issue 41). For Llama 3's head (d = 4,096, V = 128,256, bf16)
-#   it holds 937 whole rows of the vocabulary: 35 multiplies for 8 x 4,096 rows, each as fast as cuBLAS gets.
-#   (At 3bcc2a5, on an H100, 192 MiB in two buffers of 4,096 rows x 10,240 columns made 104 slices: 1.28x the
-#   GEMM; those slices multiplied alone took 1.10x the whole GEMM.)
+#   it holds 937 whole rows of the vocabulary: 35 multiplies for 8 x 4,096 rows. On an H100 (2e568f3) they take
+#   52.0 ms alone against 48.2 ms for the whole GEMM, and the call 58.9 ms; the plan before (192 MiB in two
+#   buffers of 4,096 rows x 10,240 columns, 104 slices) took 61.0 ms in the same run.
 GPU_OVERLAP = True  # on CUDA, column slices each folded on a second stream (False: behind its GEMM, for timings)
 _MAX_ROWS = 4096  # rows per block of column slices: keeps slices wide enough for an efficient multiply
 _FULL_ROWS = 1024  # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
-_GPU_FULL_ROWS = 512  # on a GPU, this many (cuBLAS is at speed with 512 rows when the vocabulary is wide)
+_GPU_FULL_ROWS = 512  # on a GPU, this many (not yet measured against other heights: tools/gpu_head_anchors.py)
 
 
 def _check_head(hidden: Any, weight: Any, bias: Any):
