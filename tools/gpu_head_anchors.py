@@ -255,7 +255,7 @@ def main() -> int:
         finally:
             _gpu.HeadFold.result = result
         print(f"  {ours}: the host queued its work in {(reached[-1] - t0) * 1e3:.2f} ms of {(t1 - t0) * 1e3:.2f} ms")
-    if gpu:  # whole-vocabulary row blocks of other heights (multiples of 128 and 256: cuBLAS's tiles), GEMM alone
+        # whole-vocabulary row blocks of other heights (multiples of 128 and 256: cuBLAS's tiles), GEMM alone
         for rows_ in (512, 768, 896, 1024):
             if rows_ != block:
                 run(f"GEMM alone, in slices of {rows_} rows x {v} columns", lambda r=rows_: gemm_slices(r, v))

@@ -130,11 +130,10 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
     if GPU:  # issue 40: at most 1/8 of the peak memory, at least 2x faster
         verdict(f"{kind} memory", m_ours <= m_theirs / 8, f"{m_ours / m_theirs:.3f} of lm-eval's peak (at most 0.125)")
         verdict(f"{kind} speed", t_theirs >= 2 * t_ours, f"{t_theirs / t_ours:.2f}x faster (at least 2)")
-    if GPU and kind == "rolling":  # where each run's GPU time goes (rolling was 1.0x at 2e568f3: which kernels?)
-        for patched in (False, True):
+    if GPU and kind == "rolling":
+        for patched in (False, True):  # where each run's GPU time goes (rolling was 1.0x at 2e568f3: which kernels?)
             profiled(lm, reqs, patched)
-    if GPU and kind == "rolling":  # what a larger head budget would gain (fewer, larger slices): for the next plan
-        from turbometrics import lm_head
+        from turbometrics import lm_head  # what a larger head budget would gain (fewer, larger slices)
 
         default, lm_head.GPU_BUDGET_MAX = lm_head.GPU_BUDGET_MAX, 1 << 30
         try:

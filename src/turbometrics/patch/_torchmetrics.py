@@ -68,7 +68,6 @@ def _shape_check(module: Any) -> Any:
 
 def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) -> Any:
     """``torchmetrics.functional.text.perplexity``."""
-
     total, count = _nll_sum(site.module._check_shape_and_type_consistency, preds, target, ignore_index)
     return _as_tensor(_exp_mean(total, count), preds.device, preds.dtype)
 
@@ -98,9 +97,7 @@ def compute(site: Site, self: Any) -> Any:
     total, count = self.total_log_probs, self.count
     if total.dtype != torch.float64 or total.requires_grad:
         raise Fallback("the states were summed by torchmetrics' own update")
-    if count.dtype == torch.float64 and count.device == total.device and total.numel() == count.numel() == 1:
-        total_, count_ = torch.stack((total.reshape(()), count.reshape(()))).tolist()  # one copy back, one wait
-    else:
-        total_, count_ = float(total), float(count)
+    # one copy back (one wait), not one a state; reshape(()) fails where float() would (more than one value)
+    total_, count_ = torch.stack((total.reshape(()), count.reshape(()).to(total))).tolist()
     dtype = self._defaults["total_log_probs"].dtype  # what torchmetrics' own states would give
     return _as_tensor(_exp_mean(total_, count_), total.device, dtype)
