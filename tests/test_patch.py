@@ -295,6 +295,50 @@ def test_torchmetrics_perplexity(dtype, forward):
             assert float(o) == pytest.approx(float(plain), rel=1e-5)
 
 
+def test_torchmetrics_perplexity_states_remembered_on_the_host_follow_every_change():
+    """The patched update remembers the states' values (compute then reads nothing back): an in-place change,
+    a new tensor, merge_state, a copy, inference mode and a reset are each seen."""
+    import copy
+    import math
+
+    from turbometrics.language_model import _token_total
+
+    g = torch.Generator().manual_seed(3)
+    batches = [(torch.randn(2, 9, 40, generator=g), torch.randint(0, 40, (2, 9), generator=g)) for _ in range(3)]
+    sums = [_token_total(x, t, None, None, None, None) for x, t in batches]
+
+    def value(total: float, count: float) -> float:  # compute's result, as torchmetrics' float32
+        return float(torch.tensor(math.exp(total / count), dtype=torch.float64).to(torch.float32))
+
+    (s0, n0), (s1, n1), (s2, n2) = sums
+    tm.patch(["torchmetrics"])
+    try:
+        m = Perplexity()
+        m.update(*batches[0])
+        assert float(m.compute()) == value(s0, n0)
+        m.total_log_probs += 18.0  # in place (the same tensor, a new version)
+        m.update(*batches[1])
+        assert float(m.compute()) == value(s0 + 18.0 + s1, n0 + n1)
+        m.count = torch.tensor(1.0, dtype=torch.float64)  # a new tensor
+        m.update(*batches[2])
+        assert float(m.compute()) == value(s0 + 18.0 + s1 + s2, 1.0 + n2)
+        twin = copy.deepcopy(m)
+        other = Perplexity()
+        other.update(*batches[0])
+        m.merge_state(other)
+        m.update(*batches[1])
+        assert float(m.compute()) == value(s0 + 18.0 + s1 + s2 + s0 + s1, 1.0 + n2 + n0 + n1)
+        twin.update(*batches[0])
+        assert float(twin.compute()) == value(s0 + 18.0 + s1 + s2 + s0, 1.0 + n2 + n0)
+        m.reset()
+        with torch.inference_mode():
+            m.update(*batches[2])
+        m.update(*batches[0])
+        assert float(m.compute()) == value(s2 + s0, n2 + n0)
+    finally:
+        tm.unpatch()
+
+
 def test_torchmetrics_fallbacks_keep_the_original():
     logits = torch.randn(1, 4, 10, requires_grad=True)
     target = torch.randint(0, 10, (1, 4))

@@ -127,6 +127,24 @@ def _nll(logits, targets, ignore_index, mask, num_threads, device):
     return _host_nll(logits, targets, ignore_index, mask, num_threads)[:2]
 
 
+def _token_total(logits, targets, ignore_index, mask, num_threads, device) -> tuple[float, int]:
+    """(the counted tokens' NLL sum, exactly rounded to float64; their number): ``perplexity``'s
+    ``reduction="token"`` before its exp, and patched torchmetrics' update."""
+    if ignore_index is not None:
+        ignore_index = _validate.check_int(ignore_index, "ignore_index")
+    lean = (
+        None
+        if mask is not None or _gpu.use_gpu(device, logits, targets)
+        else _lean_nll(logits, targets, ignore_index, num_threads)
+    )
+    if lean is not None:
+        nll, n, _ = lean
+    else:
+        nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)
+        n = int(np.count_nonzero(counted))
+    return exact_sum(nll), n  # the kernels give 0 where not counted
+
+
 def _sequence_sums(nll: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's (row's) NLL sum and counted-token count; ``nll`` must be 0 where not counted."""
     nll2 = nll.reshape(-1, nll.shape[-1])
@@ -347,21 +365,8 @@ def perplexity(
     4.0
     """
     if reduction == "token":  # the one-shot call without a metric object (the same bits: its formula)
-        if ignore_index is not None:
-            ignore_index = _validate.check_int(ignore_index, "ignore_index")
-        lean = (
-            None
-            if mask is not None or _gpu.use_gpu(device, logits, targets)
-            else _lean_nll(logits, targets, ignore_index, num_threads)
-        )
-        if lean is not None:
-            nll, n, _ = lean
-        else:
-            nll, counted = _nll(logits, targets, ignore_index, mask, num_threads, device)
-            n = int(np.count_nonzero(counted))
-        if not n:
-            return float("nan")
-        return _exp(exact_sum(nll) / n)  # the kernels give 0 where not counted
+        total, n = _token_total(logits, targets, ignore_index, mask, num_threads, device)
+        return _exp(total / n) if n else float("nan")
     return once(Perplexity(ignore_index, reduction), logits, targets, mask, num_threads, device)
 
 

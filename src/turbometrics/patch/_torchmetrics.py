@@ -5,7 +5,8 @@ torchmetrics computes softmax, log and sum in the logits' dtype and keeps float3
 result is the exactly rounded perplexity, in the dtype and on the device torchmetrics returns (the one
 deliberate difference from the original's numbers). ``Perplexity`` keeps its two states, upcast to
 float64 by the patched ``update`` (so ``forward``, ``reset``, ``merge_state`` and distributed sync work
-as before). The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped (see
+as before); their values are also remembered on the host, so ``compute`` reads nothing back from the GPU
+and each update makes its states with one fill kernel each. The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped (see
 ``_table``), so metric objects made before the patch and names imported before it are covered.
 """
 
@@ -14,8 +15,6 @@ from __future__ import annotations
 import importlib
 import math
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ._dispatch import Fallback
 
@@ -27,9 +26,7 @@ def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[fl
     """(sum of the counted tokens' NLL, exactly rounded to float64; their number)."""
     import torch
 
-    import turbometrics as tm
-    from turbometrics._exact import exact_sum
-    from turbometrics.language_model import _nll
+    from turbometrics.language_model import _token_total
 
     if not (isinstance(preds, torch.Tensor) and isinstance(target, torch.Tensor)):
         raise Fallback("preds, target: not tensors")
@@ -38,15 +35,10 @@ def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[fl
         raise Fallback("preds requires grad (the original is differentiable)")
     if ignore_index is not None and (type(ignore_index) is not int):
         raise Fallback(f"ignore_index={ignore_index!r}")
-    try:
-        if preds.is_cuda:  # the NLLs and their counted flags come back in one copy: one wait for the GPU
-            nll, counted = _nll(preds, target, ignore_index, None, None, None)
-            return exact_sum(nll.reshape(-1)), int(np.count_nonzero(counted))
-        nll = tm.token_nll(preds, target, ignore_index=ignore_index).numpy()
+    try:  # on CUDA the NLLs and their counted flags come back in one copy: one wait for the GPU
+        return _token_total(preds, target, ignore_index, None, None, None)
     except (TypeError, ValueError) as e:  # e.g. a target outside [0, V): torch indexes it (or fails) its own way
         raise Fallback(str(e)) from None
-    count = target.numel() if ignore_index is None else int((target != ignore_index).sum())
-    return exact_sum(nll.reshape(-1)), count
 
 
 def _exp_mean(total: float, count: float) -> float:
@@ -74,20 +66,55 @@ def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) ->
 
 def _as_tensor(value: float, device: Any, dtype: Any) -> Any:
     """``torch.tensor(value, dtype=float64, device=device).to(dtype)`` without a copy to the device (on CUDA a
-    blocking one that waits for the stream): the value is the fill kernel's argument."""
+    blocking one that waits for the stream): the value is the fill kernel's argument. float32 and float64
+    are filled directly (one rounding, as ``.to``'s); other dtypes through float64, as ``.to`` rounds them."""
     import torch
 
+    if dtype in (torch.float64, torch.float32):
+        return torch.full((), value, dtype=dtype, device=device)
     return torch.full((), value, dtype=torch.float64, device=device).to(dtype)
 
 
-def update(site: Site, self: Any, preds: Any, target: Any) -> None:
-    """``Perplexity.update``: the states summed in float64."""
+_KNOWN = "_turbometrics_known"  # Perplexity.__dict__ key: the states as the patched update left them
+
+
+def _version(t: Any) -> int:
+    return -1 if t.is_inference() else t._version  # (inference tensors keep no version; nor change outside it)
+
+
+def _states(self: Any, total: Any, count: Any) -> tuple[float, float]:
+    """The states' values as floats: remembered (no read from the device) when they are the tensors the
+    patched update left, unchanged in place since; else read back, both in one copy."""
     import torch
 
-    total, count = _nll_sum(_shape_check(site.module), preds, target, self.ignore_index)
-    # Python numbers are added as kernel arguments: no copy to the device (nor a wait for it)
-    self.total_log_probs = self.total_log_probs.to(torch.float64) + total
-    self.count = self.count.to(torch.float64) + count
+    k = self.__dict__.get(_KNOWN)
+    if k is not None and k[0] is total and k[2] is count and k[1] == _version(total) and k[3] == _version(count):
+        return k[4], k[5]
+    pair = (total.reshape(()), count.reshape(()))  # reshape(()) fails where float() would (more than one value)
+    if total.dtype != count.dtype:
+        pair = tuple(p.to(torch.float64) for p in pair)
+    t, c = torch.stack(pair).tolist()
+    return float(t), float(c)
+
+
+def update(site: Site, self: Any, preds: Any, target: Any) -> None:
+    """``Perplexity.update``: the states summed in float64, made with the sums as the fill kernel's argument
+    (no copy to the device, nor a wait for it) and remembered on the host for the next update and ``compute``."""
+    import torch
+
+    nll, n = _nll_sum(_shape_check(site.module), preds, target, self.ignore_index)
+    total, count = self.total_log_probs, self.count
+    f64 = torch.float64
+    if total.requires_grad or count.requires_grad:  # summed with a gradient by torchmetrics' own update: kept
+        self.__dict__.pop(_KNOWN, None)
+        self.total_log_probs = total.to(f64) + nll
+        self.count = count.to(f64) + n
+        return
+    t, c = _states(self, total, count)
+    t, c = t + nll, c + n  # the float64 additions the tensors would do
+    self.total_log_probs = total = torch.full((), t, dtype=f64, device=total.device)
+    self.count = count = torch.full((), c, dtype=f64, device=count.device)
+    self.__dict__[_KNOWN] = (total, _version(total), count, _version(count), t, c)
 
 
 def compute(site: Site, self: Any) -> Any:
@@ -97,7 +124,5 @@ def compute(site: Site, self: Any) -> Any:
     total, count = self.total_log_probs, self.count
     if total.dtype != torch.float64 or total.requires_grad:
         raise Fallback("the states were summed by torchmetrics' own update")
-    # one copy back (one wait), not one a state; reshape(()) fails where float() would (more than one value)
-    total_, count_ = torch.stack((total.reshape(()), count.reshape(()).to(total))).tolist()
     dtype = self._defaults["total_log_probs"].dtype  # what torchmetrics' own states would give
-    return _as_tensor(_exp_mean(total_, count_), total.device, dtype)
+    return _as_tensor(_exp_mean(*_states(self, total, count)), total.device, dtype)
