@@ -15,7 +15,7 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 import turbometrics as tm  # noqa: E402
-from turbometrics import _gpu  # noqa: E402
+from turbometrics import _gpu, _gpu_tally  # noqa: E402
 
 N, V, K_ACC, K_TOP = 4096, 128256, 5, 50
 # HBM peak by card, bytes/s (NVIDIA data sheets); used when torch cannot report it.
@@ -57,8 +57,9 @@ _jobs = {}
 
 
 def kernels_only(kind):
-    """Time the kernels of one call alone: buffers, targets and launch prepared once (``_gpu.row_job`` /
-    ``topk_job``), then launch + synchronise. The call's time over this is its per-call overhead."""
+    """Time the kernels of one call alone: buffers, targets and launch prepared once (``_gpu_tally.tally_job``
+    for the one-shot perplexity and top-k accuracy, ``topk_job``), then launch + synchronise. The call's time
+    over this is its per-call overhead."""
 
     def run(x, t):
         key = (kind, x.data_ptr(), x.dtype, tuple(x.shape))
@@ -67,12 +68,10 @@ def kernels_only(kind):
             if kind == "topk":
                 _jobs[key] = _gpu.topk_job(x, K_TOP, True)[-1]
             else:
-                name, dtype, opts = {"nll": ("nll_rows", "float64", ()), "rank": ("rank_rows", "int64", (False, True))}[
-                    kind
-                ]  # sklearn ties
+                name, opts = {"nll": ("nll_tally", ()), "rank": ("rank_tally", (False, True, K_ACC, 0, 0, 0))}[kind]
                 rows = _gpu.device_rows(x, "x")
                 rows = _gpu._as_pairs(rows) if kind == "nll" else rows  # as tm.perplexity reads bf16
-                _jobs[key] = _gpu.row_job(name, rows, t, -100, None, dtype, *opts)[-1]
+                _jobs[key] = _gpu_tally.tally_job(name, rows, t, -100, None, *opts)[-1]  # (sklearn ties)
         _jobs[key]()
         torch.cuda.synchronize()
 

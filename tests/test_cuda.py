@@ -56,6 +56,16 @@ PTX = textwrap.dedent("""
     for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows only
         jobs.append(("nll_rows", K.nll_rows(K.WIDEN_BF16_PAIRS, group), "void(int32[:, ::1], "
                      "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
+    # the one-shot variants that sum on the device (their row reads are the kernels' above): each layout, the
+    # widenings users meet most
+    tally = "int64[::1], uint8[::1], boolean, int64, boolean"
+    for group in (K.TPB, 32):
+        for widen, T in ((K.WIDEN_F32, "float32"), (K.WIDEN_BF16_PAIRS, "int32"), (K.WIDEN_F64, "float64")):
+            jobs.append(("nll_tally", K.nll_tally(widen, group),
+                         f"void({T}[:, ::1], {tally}, int64[::1], int64[::1])"))
+        for widen, T in ((K.WIDEN_F32, "float32"), (K.WIDEN_BF16, "uint16")):
+            jobs.append(("rank_tally", K.rank_tally(widen, group), f"void({T}[:, ::1], {tally}, boolean, boolean, "
+                         "int64, int64, int64, int64, int64[::1], int64[::1])"))
     for T in ("int32", "int64"):  # tokens of lcs_length (int32) and of token-ID ROUGE-L (int64)
         jobs.append(("lcs_pairs", K.lcs_pairs,
                      f"void({T}[::1], {T}[::1], int64[::1], int32[::1], int64[::1])"))

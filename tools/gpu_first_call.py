@@ -37,8 +37,9 @@ for name, fn in calls.items():
     fn()
     torch.cuda.synchronize()
     took[name] = round(time.perf_counter() - s, 3)
-kernels = [K.nll_rows(w, g) for w in (K.WIDEN_F32, K.WIDEN_BF16_PAIRS) for g in (K.TPB, 32)]
-kernels += [K.rank_rows(K.WIDEN_F32, g) for g in (K.TPB, 32)] + [K.topk_rows(K.WIDEN_F32)]
+kernels = [K.nll_tally(w, g) for w in (K.WIDEN_F32, K.WIDEN_BF16_PAIRS) for g in (K.TPB, 32)]  # one-shot calls
+kernels += [K.nll_rows(K.WIDEN_F32, g) for g in (K.TPB, 32)]  # Perplexity.update
+kernels += [K.rank_tally(K.WIDEN_F32, g) for g in (K.TPB, 32)] + [K.topk_rows(K.WIDEN_F32)]
 hits = sum(sum(k._cache_hits.values()) for k in kernels)
 misses = sum(sum(k._cache_misses.values()) for k in kernels)
 print(json.dumps({"import": round(imported, 3), **took, "total": round(sum(took.values()), 3),

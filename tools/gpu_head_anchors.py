@@ -312,6 +312,11 @@ def main() -> int:
         )
     finally:
         lm_head.GPU_OVERLAP = True
+    try:  # blocks of whole 128-row tiles (a smaller last block) instead of equal blocks of any height
+        lm_head._GPU_TILE = 128
+        run(ours + ", whole tiles (`lm_head._GPU_TILE = 128`)", lambda: tm.perplexity_from_hidden(h, w, t), value=float)
+    finally:
+        lm_head._GPU_TILE = 0
 
     # The table.
     def mib(b) -> str:

@@ -7,12 +7,16 @@ import torch
 from numba import cuda
 
 import turbometrics as tm
-from turbometrics import _gpu
+from turbometrics import _gpu, _gpu_tally
+from turbometrics._exact import exact_sum
 from turbometrics._kernels import cuda as K
+from turbometrics._metric import once
+from turbometrics.classification import TopKAccuracy
 
 N, V = 4096, 128256
 x = torch.randn(N, V, device="cuda") * 3
 t = torch.randint(0, V, (N,), device="cuda")
+xs, ts = torch.randn(100_000, 1000, device="cuda"), torch.randint(0, 1000, (100_000,), device="cuda")
 
 
 def best(fn, n=30):
@@ -48,6 +52,9 @@ for name, fn in [
     ("nll kernel, numba arrays", lambda: nll[N, K.TPB](rows.data, *tg.args, out, status)),
     ("_gpu.nll, result + status on the host", lambda: _gpu.nll(x, t, None, None, host=True)),
     ("tm.perplexity", lambda: tm.perplexity(x, t)),
+    ("the same, rows back (before the tally)", lambda: exact_sum(_gpu.nll(x, t, None, None, host=True)[0])),
+    ("tm.topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts, k=5)),
+    ("the same, ranks back (before the tally)", lambda: once(TopKAccuracy(5), xs, ts, None, None, None)),
     ("tm.perplexity, host targets", lambda: tm.perplexity(x, t.cpu())),
     ("rank kernel only", lambda: rank[N, K.TPB](rows.data, *tg.args, False, True, ro, rstatus)),
     ("tm.topk_accuracy", lambda: tm.topk_accuracy(x, t, k=5)),
@@ -71,8 +78,8 @@ for name, fn in [
     print(f"{name:<36} {best(fn):.3f} ms", flush=True)
 
 # One tm.perplexity call's stages in order (median of 50 calls, microseconds): what runs on the host before the
-# launch delays the kernel; what runs after the copy delays the result.
-from turbometrics._exact import exact_sum  # noqa: E402
+# launch delays the kernel; what runs after the copy delays the result. The rows path (before the tally), then
+# the tally's.
 
 stages: dict = {}
 for rep in range(60):
@@ -113,6 +120,29 @@ for rep in range(60):
 for name, v in stages.items():
     print(f"stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
 
+tally_stages: dict = {}
+for rep in range(60):
+    torch.cuda.synchronize()
+    s = [time.perf_counter()]
+    r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
+    s.append(time.perf_counter())
+    tgt, words_d, go = _gpu_tally.tally_job("nll_tally", r, t, None, None)
+    s.append(time.perf_counter())
+    go()
+    s.append(time.perf_counter())
+    torch.cuda.synchronize()  # the kernel itself
+    s.append(time.perf_counter())
+    words = _gpu._back(words_d, r.stream)
+    s.append(time.perf_counter())
+    _gpu_tally._tally_sum(words) / max(1, int(words[K.tally.COUNTED]))
+    s.append(time.perf_counter())
+    if rep >= 10:
+        names = ("device_rows", "tally_job", "launch", "kernel (sync)", "copy back", "finish")
+        for name, a, z in zip(names, s, s[1:]):
+            tally_stages.setdefault(name, []).append((z - a) * 1e6)
+for name, v in tally_stages.items():
+    print(f"tally stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
+
 # Issue 41's host path: each call with launches through numba (``_launch.DIRECT = False``) and direct, same run.
 from turbometrics import _launch  # noqa: E402
 
@@ -142,16 +172,16 @@ import torch.nn.functional as F  # noqa: E402
 
 
 def kernel_alone(kind, a, tt):
-    """The call's kernel with its buffers and targets prepared once (as benchmarks/test_bench_gpu.py)."""
+    """The call's kernel with its buffers and targets prepared once (as benchmarks/test_bench_gpu.py): the
+    tally variants the one-shot calls launch."""
     if kind == "topk":
         return _gpu.topk_job(a, 50, True)[-1]
     rows_ = _gpu.device_rows(a, "x")
     if kind == "nll":
-        return _gpu.row_job("nll_rows", _gpu._as_pairs(rows_), tt, None, None, np.float64)[-1]
-    return _gpu.row_job("rank_rows", rows_, tt, None, None, np.int64, False, True)[-1]
+        return _gpu_tally.tally_job("nll_tally", _gpu._as_pairs(rows_), tt, None, None)[-1]
+    return _gpu_tally.tally_job("rank_tally", rows_, tt, None, None, False, True, 5, 0, 0, 0)[-1]
 
 
-xs, ts = torch.randn(100_000, 1000, device="cuda"), torch.randint(0, 1000, (100_000,), device="cuda")
 checks = [  # name, call, kernel kind, scores, targets, most x read, torch's call, least x faster than torch
     ("perplexity f32", lambda: tm.perplexity(x, t), "nll", x, t, 1.15, None, None),
     ("perplexity bf16", lambda: tm.perplexity(xb, t), "nll", xb, t, 1.5, lambda: float(F.cross_entropy(xb, t)), 2.5),

@@ -9,8 +9,8 @@ report a status per row, and only when one is out of range does the host look
 at them (``_validate``, the one validation layer, raises the CPU path's error).
 Host targets are validated on the host and uploaded. Per-row results that a
 scalar is reduced from come back with the statuses in one copy (so reductions
-are the CPU path's, bit for bit). Kernels and copies queue on the caller's
-current torch/CuPy stream, after the work that made the input.
+are the CPU path's, bit for bit; ``_gpu_tally`` sums one-shot calls on the device).
+Kernels and copies queue on the caller's current torch/CuPy stream, after the work that made the input.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -330,19 +330,23 @@ class Targets:
         if self.counted is not None:
             return self.counted
         if status.max(initial=0) == _kernels().OUT_OF_RANGE:
-            targets, ignore_index, mask = self.source  # the host check raises the CPU path's error
-            _validate.as_targets(
-                to_host(targets),
-                lead,
-                n_classes,
-                ignore_index=ignore_index,
-                mask=None if mask is None else to_host(mask),
-            )
-            raise ValueError(  # a pending update's targets, changed by the caller before they were read back
-                f"targets: a GPU kernel found a counted target outside [0, {n_classes}), which the targets "
-                "no longer hold (were they changed after the call?)"
-            )
+            self.out_of_range(lead, n_classes)
         return (status == _kernels().COUNTED).reshape(lead)
+
+    def out_of_range(self, lead: tuple, n_classes: int) -> NoReturn:
+        """Raise the CPU path's error for the counted target outside [0, n_classes) that a kernel found."""
+        targets, ignore_index, mask = self.source  # the host check raises the CPU path's error
+        _validate.as_targets(
+            to_host(targets),
+            lead,
+            n_classes,
+            ignore_index=ignore_index,
+            mask=None if mask is None else to_host(mask),
+        )
+        raise ValueError(  # a pending update's targets, changed by the caller before they were read back
+            f"targets: a GPU kernel found a counted target outside [0, {n_classes}), which the targets "
+            "no longer hold (were they changed after the call?)"
+        )
 
 
 def _kernels():

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import _gpu, _validate
+from . import _gpu, _gpu_tally, _validate
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, no_rows, once, one_score, ratios
 
@@ -392,7 +392,15 @@ def topk_accuracy(
     >>> tm.topk_accuracy(scores, [2, 0, 1], k=(1, 2))
     array([0.33333333, 1.        ])
     """
-    return once(TopKAccuracy(k, ties, ignore_index), scores, targets, sample_weight, num_threads, device)
+    metric = TopKAccuracy(k, ties, ignore_index)
+    ks = metric._ks()
+    if sample_weight is None and len(ks) <= _gpu_tally.HITS and _gpu.use_gpu(device, scores, targets):
+        # counted on the device: a few words come back, not a rank a row
+        n, hits, rows = _gpu_tally.rank_hits(scores, targets, ks, *_TIE_SIDES[metric.ties], metric.ignore_index)
+        metric._check_classes(rows.n_classes)
+        out = [h / n if n else float("nan") for h in hits]  # (``_average``'s bits: an exact count over n)
+        return np.array(out) if metric._several() else out[0]
+    return once(metric, scores, targets, sample_weight, num_threads, device)
 
 
 def mean_reciprocal_rank(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _gpu, _validate
+from . import _gpu, _gpu_tally, _validate
 from ._exact import ExactSum, exact_sum
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, no_rows, once, one_score, ratios
@@ -132,11 +132,9 @@ def _token_total(logits, targets, ignore_index, mask, num_threads, device) -> tu
     ``reduction="token"`` before its exp, and patched torchmetrics' update."""
     if ignore_index is not None:
         ignore_index = _validate.check_int(ignore_index, "ignore_index")
-    lean = (
-        None
-        if mask is not None or _gpu.use_gpu(device, logits, targets)
-        else _lean_nll(logits, targets, ignore_index, num_threads)
-    )
+    if _gpu.use_gpu(device, logits, targets):  # summed on the device: a few words come back
+        return _gpu_tally.nll_total(logits, targets, ignore_index, mask)
+    lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads)
     if lean is not None:
         nll, n, _ = lean
     else:

@@ -6,8 +6,9 @@ result is the exactly rounded perplexity, in the dtype and on the device torchme
 deliberate difference from the original's numbers). ``Perplexity`` keeps its two states, upcast to
 float64 by the patched ``update`` (so ``forward``, ``reset``, ``merge_state`` and distributed sync work
 as before); their values are also remembered on the host, so ``compute`` reads nothing back from the GPU
-and each update makes its states with one fill kernel each. The code objects of ``Perplexity.update``/``compute`` and of ``perplexity`` are swapped (see
-``_table``), so metric objects made before the patch and names imported before it are covered.
+and each update makes its states with one fill kernel each. The code objects of
+``Perplexity.update``/``compute`` and of ``perplexity`` are swapped (see ``_table``), so metric objects
+made before the patch and names imported before it are covered.
 """
 
 from __future__ import annotations

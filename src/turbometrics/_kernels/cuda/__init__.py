@@ -7,13 +7,16 @@ Importing this package needs numba-cuda (``pip install "turbometrics[cuda]"``);
   kernels share (bit casts, row reads, warp/block reductions), their simulator variants chosen at import.
 - ``rows``: the row kernels, each made by a cached factory over its specialisation:
   ``nll_rows(widen, group)``, ``fold_rows(widen, group)``, ``score_rows(widen, group)``,
-  ``rank_rows(widen, group)``, ``topk_rows(widen, blocks)``; e.g. ``nll_rows(WIDEN_F32, 32)[grid, TPB, stream](...)``.
+  ``rank_rows(widen, group)``, ``topk_rows(widen, blocks)``; e.g. ``nll_rows(WIDEN_F32, 32)[grid, TPB, stream](...)``;
+  ``nll_tally`` and ``rank_tally``, the one-shot calls' variants that sum on the device (``tally``).
+- ``tally``: the device-side sums of those variants (exact float64 digits and counts) and their layout.
 - ``text``: the token kernels ``lcs_pairs`` and ``ngram_matches`` (plain kernels: nothing to specialise).
 
 Callers use the names re-exported here; ``_gpu`` reads the shared-memory limits (``LCS_SHARED_MAX``,
 ``NGRAM_SHARED_MAX``) from this package at each call, so a test may patch them here.
 """
 
+from . import tally
 from .device import SIM, TPB, WARPS, WIDEN_BF16, WIDEN_BF16_PAIRS, WIDEN_F32, WIDEN_F64
 from .rows import (
     CAP,
@@ -24,7 +27,9 @@ from .rows import (
     TOPK_BLOCKS,
     fold_rows,
     nll_rows,
+    nll_tally,
     rank_rows,
+    rank_tally,
     score_rows,
     topk_rows,
 )
@@ -51,7 +56,10 @@ __all__ = [
     "lcs_pairs",
     "ngram_matches",
     "nll_rows",
+    "nll_tally",
     "rank_rows",
+    "rank_tally",
     "score_rows",
+    "tally",
     "topk_rows",
 ]

@@ -75,6 +75,10 @@ if SIM:
     def f32_bits(v):
         return int(np.array([v], np.float32).view(np.uint32)[0])
 
+    @cuda.jit(device=True, inline=True)
+    def f64_bits(v):
+        return int(np.array([v], np.float64).view(np.int64)[0])
+
     @cache
     def _group_fold(G: int, op: Any, identity: int) -> Any:
         """gfold(v, buf): ``op`` (associative and commutative, ``identity`` its neutral element) over each
@@ -145,6 +149,10 @@ else:
     @cuda.jit(device=True, inline=True)
     def f32_bits(v):
         return int64(cuda.libdevice.float_as_int(v)) & FULL
+
+    @cuda.jit(device=True, inline=True)
+    def f64_bits(v):
+        return cuda.libdevice.double_as_longlong(v)
 
     @cache
     def _warp_fold(op: Any) -> Any:

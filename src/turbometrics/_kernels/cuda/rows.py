@@ -40,6 +40,11 @@ from .device import (
     merge,
 )
 from .jit import kernel
+from .tally import COUNTED as T_COUNTED
+from .tally import HITS as T_HITS
+from .tally import OUT_OF_RANGE as T_OUT_OF_RANGE
+from .tally import WORDS as T_WORDS
+from .tally import tally_begin, tally_count, tally_end, tally_value
 
 RADIX = 256  # 8-bit digits in the top-k radix select
 CAP = 8 * TPB  # top-k candidates ranked in shared memory
@@ -276,6 +281,31 @@ def nll_rows(widen: int, group: int = TPB) -> Any:
 
 
 @cache
+def nll_tally(widen: int, group: int = TPB) -> Any:
+    """The ``nll_tally`` kernel: ``nll_rows``' NLLs summed exactly on the device (``tally``), for perplexity."""
+    load, row_of, group_lse = loader(widen), _row_of(widen, group), _group_lse(widen, group)
+
+    @kernel()
+    def nll_tally(x, targets, mask, use_mask, ignore, use_ignore, tally, out):
+        """nll_rows' NLLs as a tally: the counted rows, the out-of-range targets, the exact sum of the counted
+        rows' NLLs (the same value a row as ``nll_rows``) and their NaN/+inf/-inf counts."""
+        sh = cuda.shared.array(T_WORDS, int64)
+        tally_begin(sh)
+        lane, r, rows, n = row_of(x)
+        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
+        M, S, bad = group_lse(x, r, lane, n, t >= 0)
+        if lane == 0 and r < rows:
+            if code == COUNTED:
+                tally_count(sh, T_COUNTED, 1)
+                tally_value(sh, math.nan if bad else (M - float64(load(x, r, t))) + math.log(S))
+            elif code == OUT_OF_RANGE:
+                tally_count(sh, T_OUT_OF_RANGE, 1)
+        tally_end(sh, tally, out)
+
+    return nll_tally
+
+
+@cache
 def fold_rows(widen: int, group: int = TPB) -> Any:
     """The ``fold_rows`` kernel for one widening and group (see the module's docstring)."""
     load, row_of, group_lse = loader(widen), _row_of(widen, group), _group_lse(widen, group)
@@ -342,22 +372,20 @@ def tie_step(v, j, st, t, eb, ea):
 
 
 @cache
-def rank_rows(widen: int, group: int = TPB) -> Any:
-    """The ``rank_rows`` kernel for one widening and group (see the module's docstring)."""
+def _group_rank(widen: int, group: int) -> Any:
+    """group_rank(x, r, lane, n, t, before_ge, after_ge): row r's rank of its target t (``rank_rows``), summed
+    over the group; every thread must call it (the sums sync the block), those with t >= 0 read the row."""
     G = group
-    load, row_of, gsum = loader(widen), _row_of(widen, group), group_sum(G)
+    load, gsum = loader(widen), group_sum(G)
 
-    @kernel()
-    def rank_rows(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, out, status):
-        """out[r] = #{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
+    @cuda.jit(device=True, inline=True)
+    def group_rank(x, r, lane, n, t, before_ge, after_ge):
+        """#{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
-        ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. -1 where
-        the target is not counted (or out of range); status[r] as ``target_of``. One compare and add an
-        element, ties in a rare branch a tile (testing every element for a tie makes the loop
-        compute-bound, not memory-bound). A NaN target takes the branch every tile.
+        ahead = greater or NaN; a NaN target is beaten by nothing and ties other NaNs. One compare and add an
+        element, ties in a rare branch a tile (testing every element for a tie makes the loop compute-bound,
+        not memory-bound). A NaN target takes the branch every tile.
         """
-        lane, r, rows, n = row_of(x)
-        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
         gt = int64(0)
         eb = int64(0)
         ea = int64(0)
@@ -385,11 +413,56 @@ def rank_rows(widen: int, group: int = TPB) -> Any:
         gt = gsum(gt, buf)
         eb = gsum(eb, buf)
         ea = gsum(ea, buf)
+        return gt + (eb if before_ge else 0) + (ea if after_ge else 0)
+
+    return group_rank
+
+
+@cache
+def rank_rows(widen: int, group: int = TPB) -> Any:
+    """The ``rank_rows`` kernel for one widening and group (see the module's docstring)."""
+    row_of, group_rank = _row_of(widen, group), _group_rank(widen, group)
+
+    @kernel()
+    def rank_rows(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, out, status):
+        """out[r] = the rank of row r's target (``_group_rank``), -1 where the target is not counted (or out of
+        range); status[r] as ``target_of``."""
+        lane, r, rows, n = row_of(x)
+        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
+        rank = group_rank(x, r, lane, n, t, before_ge, after_ge)
         if lane == 0 and r < rows:
             status[r] = code
-            out[r] = -1 if t < 0 else gt + (eb if before_ge else 0) + (ea if after_ge else 0)
+            out[r] = -1 if t < 0 else rank
 
     return rank_rows
+
+
+@cache
+def rank_tally(widen: int, group: int = TPB) -> Any:
+    """The ``rank_tally`` kernel: ``rank_rows`` tallied on the device (``tally``) for top-k accuracy."""
+    row_of, group_rank = _row_of(widen, group), _group_rank(widen, group)
+
+    @kernel()
+    def rank_tally(x, targets, mask, use_mask, ignore, use_ignore, before_ge, after_ge, k0, k1, k2, k3, tally, out):
+        """rank_rows' ranks as counts (``tally``): the counted rows, the out-of-range targets and, for each
+        k_i, the counted rows ranked below it (k_i = 0: none)."""
+        sh = cuda.shared.array(T_WORDS, int64)
+        tally_begin(sh)
+        lane, r, rows, n = row_of(x)
+        t, code = target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n)
+        rank = group_rank(x, r, lane, n, t, before_ge, after_ge)
+        if lane == 0 and r < rows:
+            if code == COUNTED:
+                tally_count(sh, T_COUNTED, 1)
+                tally_count(sh, T_HITS, rank < k0)
+                tally_count(sh, T_HITS + 1, rank < k1)
+                tally_count(sh, T_HITS + 2, rank < k2)
+                tally_count(sh, T_HITS + 3, rank < k3)
+            elif code == OUT_OF_RANGE:
+                tally_count(sh, T_OUT_OF_RANGE, 1)
+        tally_end(sh, tally, out)
+
+    return rank_tally
 
 
 @cache

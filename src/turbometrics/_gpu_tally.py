@@ -1,0 +1,83 @@
+"""One-shot perplexity and top-k accuracy on the GPU, summed on the device: the row kernels' tally variants
+(``_kernels.cuda.tally``) bring back a few words (integer counts, the digits of an exact float64 sum), not a
+value and a status per row, and the host only rounds and divides (the bits of the path that brings the rows
+back: the host's exact sum, ``_average``'s count over n)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _gpu
+from ._exact import _ratio
+
+HITS = 4  # top-k accuracy's k counted on the device in one call (``_kernels.cuda.tally.N_HITS``)
+
+
+def tally_job(name: str, rows: _gpu.Rows, targets: Any, ignore_index, mask, *options) -> tuple:
+    """Row kernel ``name``'s tally variant over ``rows``, apart from the call so that benchmarks can time the
+    kernel alone: (its Targets, the result words on the device, its launch)."""
+    _, K = _gpu._cuda()
+    T = K.tally
+    if rows.data.shape[0] >= T.MAX_ROWS:
+        raise ValueError(f"{rows.data.shape[0]} rows: more than a one-shot GPU call takes ({T.MAX_ROWS})")
+
+    def make() -> tuple:  # the grid's tally (zero between launches: each leaves it so) and the result words
+        buf = _gpu._alloc((2, T.WORDS), np.int64, rows.torch_device, rows.stream, rows.kind == "cupy", zero=True)
+        return buf, buf[0], buf[1]
+
+    _, zero, out = _gpu._kept(rows, ("tally",), 16 * T.WORDS, make)
+    tg = _gpu.device_targets(rows, targets, ignore_index, mask, out.view(np.uint8))
+
+    def launch() -> None:
+        if rows.data.shape[0]:
+            _gpu._launch_rows(name, rows, *tg.args, *options, zero, out)
+
+    return tg, out, launch
+
+
+def _tally(name: str, rows: _gpu.Rows, targets: Any, ignore_index, mask, *options) -> np.ndarray:
+    """``tally_job``'s launch and its words on the host, one small copy; the targets' error raised if the
+    kernel found a counted one out of range."""
+    T = _gpu._kernels().tally
+    tg, out, launch = tally_job(name, rows, targets, ignore_index, mask, *options)
+    if not rows.data.shape[0]:
+        return np.zeros(T.WORDS, np.int64)
+    launch()
+    words = _gpu._back(out, rows.stream)
+    if words[T.OUT_OF_RANGE]:
+        tg.out_of_range(rows.lead, rows.n_classes)
+    return words
+
+
+def _tally_sum(words: np.ndarray) -> float:
+    """The tally's exact float64 sum, rounded once (``_exact.exact_sum``'s bits: NaN for NaN or both
+    infinities, else ±inf for an infinity)."""
+    T = _gpu._kernels().tally
+    if words[T.NAN] or (words[T.POS_INF] and words[T.NEG_INF]):
+        return math.nan
+    if words[T.POS_INF] or words[T.NEG_INF]:
+        return math.inf if words[T.POS_INF] else -math.inf
+    digits = words[T.DIGITS :]
+    total = sum(int(digits[i]) << (32 * int(i)) for i in np.flatnonzero(digits))
+    return _ratio(total, -1074)
+
+
+def nll_total(logits: Any, targets: Any, ignore_index, mask) -> tuple[float, int]:
+    """(the counted rows' NLL sum, exactly rounded; their number), summed on the device (``nll_tally``)."""
+    rows = _gpu._as_pairs(_gpu.device_rows(logits, "logits"))
+    words = _tally("nll_tally", rows, targets, ignore_index, mask)
+    return _tally_sum(words), int(words[_gpu._kernels().tally.COUNTED])
+
+
+def rank_hits(scores: Any, targets: Any, ks: list, before: bool, after: bool, ignore_index) -> tuple:
+    """(counted rows, [rows ranked below k for each k], the rows): top-k accuracy's counts, summed on the device
+    (``rank_tally``: at most ``tally.N_HITS`` k)."""
+    T = _gpu._kernels().tally
+    assert T.N_HITS == HITS and len(ks) <= HITS
+    rows = _gpu.device_rows(scores, "scores")
+    kk = [int(k) for k in ks] + [0] * (T.N_HITS - len(ks))
+    words = _tally("rank_tally", rows, targets, ignore_index, None, before, after, *kk)
+    return int(words[T.COUNTED]), [int(words[T.HITS + i]) for i in range(len(ks))], rows
