@@ -63,7 +63,7 @@ PTX = textwrap.dedent("""
         for widen, T in ((K.WIDEN_F32, "float32"), (K.WIDEN_BF16_PAIRS, "int32"), (K.WIDEN_F64, "float64")):
             jobs.append(("nll_tally", K.nll_tally(widen, group),
                          f"void({T}[:, ::1], {tally}, int64[::1], int64[::1])"))
-        for widen, T in ((K.WIDEN_F32, "float32"), (K.WIDEN_BF16, "uint16")):
+        for widen, T in ((K.WIDEN_F32, "float32"), (K.WIDEN_BF16, "int16")):  # (torch's bf16: an int16 view)
             jobs.append(("rank_tally", K.rank_tally(widen, group), f"void({T}[:, ::1], {tally}, boolean, boolean, "
                          "int64, int64, int64, int64, int64[::1], int64[::1])"))
     for T in ("int32", "int64"):  # tokens of lcs_length (int32) and of token-ID ROUGE-L (int64)

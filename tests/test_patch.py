@@ -339,6 +339,22 @@ def test_torchmetrics_perplexity_states_remembered_on_the_host_follow_every_chan
         tm.unpatch()
 
 
+def test_torchmetrics_perplexity_past_float32s_range_is_inf():
+    """A perplexity past float32's largest value (a mean NLL of ~100) is inf in torchmetrics' float32, as the
+    original gives it (not an overflow error from the fill)."""
+    logits = torch.zeros(1, 4, 10)
+    logits[..., 0] = 100.0
+    target = torch.ones(1, 4, dtype=torch.long)
+    tm.patch(["torchmetrics"])
+    try:
+        m = Perplexity()
+        m.update(logits, target)
+        for value in (m.compute(), tm_perplexity(logits, target)):
+            assert value.dtype == torch.float32 and torch.isinf(value)
+    finally:
+        tm.unpatch()
+
+
 def test_torchmetrics_fallbacks_keep_the_original():
     logits = torch.randn(1, 4, 10, requires_grad=True)
     target = torch.randint(0, 10, (1, 4))

@@ -13,7 +13,7 @@ import numpy as np
 from . import _gpu
 from ._exact import _ratio
 
-HITS = 4  # top-k accuracy's k counted on the device in one call (``_kernels.cuda.tally.N_HITS``)
+N_HITS = 4  # top-k accuracy's k counted on the device in one call (``_kernels.cuda.tally.N_HITS``)
 
 
 def tally_job(name: str, rows: _gpu.Rows, targets: Any, ignore_index, mask, *options) -> tuple:
@@ -21,8 +21,6 @@ def tally_job(name: str, rows: _gpu.Rows, targets: Any, ignore_index, mask, *opt
     kernel alone: (its Targets, the result words on the device, its launch)."""
     _, K = _gpu._cuda()
     T = K.tally
-    if rows.data.shape[0] >= T.MAX_ROWS:
-        raise ValueError(f"{rows.data.shape[0]} rows: more than a one-shot GPU call takes ({T.MAX_ROWS})")
 
     def make() -> tuple:  # the grid's tally (zero between launches: each leaves it so) and the result words
         buf = _gpu._alloc((2, T.WORDS), np.int64, rows.torch_device, rows.stream, rows.kind == "cupy", zero=True)
@@ -65,9 +63,12 @@ def _tally_sum(words: np.ndarray) -> float:
     return _ratio(total, -1074)
 
 
-def nll_total(logits: Any, targets: Any, ignore_index, mask) -> tuple[float, int]:
-    """(the counted rows' NLL sum, exactly rounded; their number), summed on the device (``nll_tally``)."""
+def nll_total(logits: Any, targets: Any, ignore_index, mask) -> tuple[float, int] | None:
+    """(the counted rows' NLL sum, exactly rounded; their number), summed on the device (``nll_tally``); None
+    past ``tally.MAX_ROWS`` rows (more than an int64 digit holds: the caller sums the rows on the host)."""
     rows = _gpu._as_pairs(_gpu.device_rows(logits, "logits"))
+    if rows.data.shape[0] >= _gpu._kernels().tally.MAX_ROWS:
+        return None
     words = _tally("nll_tally", rows, targets, ignore_index, mask)
     return _tally_sum(words), int(words[_gpu._kernels().tally.COUNTED])
 
@@ -76,8 +77,9 @@ def rank_hits(scores: Any, targets: Any, ks: list, before: bool, after: bool, ig
     """(counted rows, [rows ranked below k for each k], the rows): top-k accuracy's counts, summed on the device
     (``rank_tally``: at most ``tally.N_HITS`` k)."""
     T = _gpu._kernels().tally
-    assert T.N_HITS == HITS and len(ks) <= HITS
+    assert T.N_HITS == N_HITS and len(ks) <= N_HITS
     rows = _gpu.device_rows(scores, "scores")
-    kk = [int(k) for k in ks] + [0] * (T.N_HITS - len(ks))
+    # in [0, classes + 1]: the same counts (a rank is below the classes), int64 for the kernel; the caller checks k
+    kk = [min(max(int(k), 0), rows.n_classes + 1) for k in ks] + [0] * (T.N_HITS - len(ks))
     words = _tally("rank_tally", rows, targets, ignore_index, None, before, after, *kk)
     return int(words[T.COUNTED]), [int(words[T.HITS + i]) for i in range(len(ks))], rows

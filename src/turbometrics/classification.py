@@ -394,7 +394,7 @@ def topk_accuracy(
     """
     metric = TopKAccuracy(k, ties, ignore_index)
     ks = metric._ks()
-    if sample_weight is None and len(ks) <= _gpu_tally.HITS and _gpu.use_gpu(device, scores, targets):
+    if sample_weight is None and len(ks) <= _gpu_tally.N_HITS and _gpu.use_gpu(device, scores, targets):
         # counted on the device: a few words come back, not a rank a row
         n, hits, rows = _gpu_tally.rank_hits(scores, targets, ks, *_TIE_SIDES[metric.ties], metric.ignore_index)
         metric._check_classes(rows.n_classes)

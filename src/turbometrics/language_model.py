@@ -132,9 +132,12 @@ def _token_total(logits, targets, ignore_index, mask, num_threads, device) -> tu
     ``reduction="token"`` before its exp, and patched torchmetrics' update."""
     if ignore_index is not None:
         ignore_index = _validate.check_int(ignore_index, "ignore_index")
-    if _gpu.use_gpu(device, logits, targets):  # summed on the device: a few words come back
-        return _gpu_tally.nll_total(logits, targets, ignore_index, mask)
-    lean = None if mask is not None else _lean_nll(logits, targets, ignore_index, num_threads)
+    gpu = _gpu.use_gpu(device, logits, targets)
+    if gpu:  # summed on the device: a few words come back
+        got = _gpu_tally.nll_total(logits, targets, ignore_index, mask)
+        if got is not None:
+            return got
+    lean = None if mask is not None or gpu else _lean_nll(logits, targets, ignore_index, num_threads)
     if lean is not None:
         nll, n, _ = lean
     else:

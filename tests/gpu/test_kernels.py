@@ -150,6 +150,20 @@ def test_device_targets_are_checked_in_the_kernel(rng, row_kernel):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_device_sum_has_the_bits_of_the_rows_summed_on_the_host(rng, dtype, row_kernel):
+    """The one-shot perplexity's device tally (``nll_tally``) against ``nll_rows``' per-row NLLs brought back and
+    summed exactly on the host (the path before the tally): the same sum and count, bit for bit."""
+    from turbometrics import _gpu, _gpu_tally
+    from turbometrics._exact import exact_sum
+
+    x = scores(rng, (2, 9, 64)).astype(dtype)  # host input sent to the GPU (bf16: read in pairs)
+    t = rng.integers(0, 64, (2, 9))
+    t[0, 3] = -100
+    rows_nll, counted, _ = _gpu.nll(x, t, -100, None, host=True)
+    assert _gpu_tally.nll_total(x, t, -100, None) == (exact_sum(rows_nll), int(counted.sum()))
+
+
 def test_tally_sums_exactly_and_leaves_itself_zero(rng):
     """The device tally's float64 sum (the one-shot perplexity's) has the host's exact sum's bits, over several
     blocks, for values over the whole float64 range (subnormals, cancellations, a total past an intermediate

@@ -36,7 +36,7 @@ def _nll_sum(check: Any, preds: Any, target: Any, ignore_index: Any) -> tuple[fl
         raise Fallback("preds requires grad (the original is differentiable)")
     if ignore_index is not None and (type(ignore_index) is not int):
         raise Fallback(f"ignore_index={ignore_index!r}")
-    try:  # on CUDA the NLLs and their counted flags come back in one copy: one wait for the GPU
+    try:  # on CUDA the sum and count are made on the device: a few words come back, one wait for the GPU
         return _token_total(preds, target, ignore_index, None, None, None)
     except (TypeError, ValueError) as e:  # e.g. a target outside [0, V): torch indexes it (or fails) its own way
         raise Fallback(str(e)) from None
@@ -68,19 +68,25 @@ def perplexity(site: Site, preds: Any, target: Any, ignore_index: Any = None) ->
 def _as_tensor(value: float, device: Any, dtype: Any) -> Any:
     """``torch.tensor(value, dtype=float64, device=device).to(dtype)`` without a copy to the device (on CUDA a
     blocking one that waits for the stream): the value is the fill kernel's argument. float32 and float64
-    are filled directly (one rounding, as ``.to``'s); other dtypes through float64, as ``.to`` rounds them."""
+    are filled directly (one rounding, as ``.to``'s) within float32's range; the rest through float64, as ``.to``
+    rounds them (past float32's range to inf)."""
     import torch
 
-    if dtype in (torch.float64, torch.float32):
-        return torch.full((), value, dtype=dtype, device=device)
+    if dtype is torch.float64 or (dtype is torch.float32 and not abs(value) > _F32_MAX):  # (NaN: direct too)
+        return torch.full((), value, dtype=dtype, device=device)  # (a finite value past float32's range raises)
     return torch.full((), value, dtype=torch.float64, device=device).to(dtype)
+
+
+_F32_MAX = 3.4028234663852886e38
 
 
 _KNOWN = "_turbometrics_known"  # Perplexity.__dict__ key: the states as the patched update left them
 
 
-def _version(t: Any) -> int:
-    return -1 if t.is_inference() else t._version  # (inference tensors keep no version; nor change outside it)
+def _version(t: Any) -> int | None:
+    """The tensor's version counter; None for inference tensors, which keep none (so are never remembered). A
+    write that bypasses the counter (``.data``, DLPack views) is not seen: torchmetrics makes none."""
+    return None if t.is_inference() else t._version
 
 
 def _states(self: Any, total: Any, count: Any) -> tuple[float, float]:
@@ -91,10 +97,10 @@ def _states(self: Any, total: Any, count: Any) -> tuple[float, float]:
     k = self.__dict__.get(_KNOWN)
     if k is not None and k[0] is total and k[2] is count and k[1] == _version(total) and k[3] == _version(count):
         return k[4], k[5]
-    pair = (total.reshape(()), count.reshape(()))  # reshape(()) fails where float() would (more than one value)
-    if total.dtype != count.dtype:
-        pair = tuple(p.to(torch.float64) for p in pair)
-    t, c = torch.stack(pair).tolist()
+    t, c = total.reshape(()), count.reshape(())  # reshape(()) fails where float() would (more than one value)
+    if t.dtype != c.dtype or t.device != c.device:
+        t, c = t.to(torch.float64), c.to(device=t.device, dtype=torch.float64)
+    t, c = torch.stack((t, c)).tolist()
     return float(t), float(c)
 
 
@@ -115,7 +121,11 @@ def update(site: Site, self: Any, preds: Any, target: Any) -> None:
     t, c = t + nll, c + n  # the float64 additions the tensors would do
     self.total_log_probs = total = torch.full((), t, dtype=f64, device=total.device)
     self.count = count = torch.full((), c, dtype=f64, device=count.device)
-    self.__dict__[_KNOWN] = (total, _version(total), count, _version(count), t, c)
+    versions = (_version(total), _version(count))
+    if None not in versions:  # (made in inference mode: read back when next needed)
+        self.__dict__[_KNOWN] = (total, versions[0], count, versions[1], t, c)
+    else:
+        self.__dict__.pop(_KNOWN, None)
 
 
 def compute(site: Site, self: Any) -> Any:

@@ -454,10 +454,14 @@ def rank_tally(widen: int, group: int = TPB) -> Any:
         if lane == 0 and r < rows:
             if code == COUNTED:
                 tally_count(sh, T_COUNTED, 1)
-                tally_count(sh, T_HITS, rank < k0)
-                tally_count(sh, T_HITS + 1, rank < k1)
-                tally_count(sh, T_HITS + 2, rank < k2)
-                tally_count(sh, T_HITS + 3, rank < k3)
+                if rank < k0:
+                    tally_count(sh, T_HITS, 1)
+                if rank < k1:
+                    tally_count(sh, T_HITS + 1, 1)
+                if rank < k2:
+                    tally_count(sh, T_HITS + 2, 1)
+                if rank < k3:
+                    tally_count(sh, T_HITS + 3, 1)
             elif code == OUT_OF_RANGE:
                 tally_count(sh, T_OUT_OF_RANGE, 1)
         tally_end(sh, tally, out)

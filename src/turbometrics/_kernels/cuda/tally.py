@@ -6,7 +6,7 @@ Layout (``WORDS`` int64): the ticket, the row counts (counted, an out-of-range t
 float64 sum: a finite value m * 2**(p - 1074) (m the 53-bit integer mantissa, p = biased exponent - 1, 0 for
 subnormals) adds m << (p % 32) into digits p // 32 .. p // 32 + 2, 32 bits a digit (signed: a negative value
 subtracts). Each add is below 2**33, so an int64 digit holds 2**30 of them: integers add in any order, so the
-sum is the same for any grid or schedule, and the host rounds it once (``turbometrics._gpu``): the bits of the
+sum is the same for any grid or schedule, and the host rounds it once (``turbometrics._gpu_tally``): the bits of the
 host's exact sum.
 
 Each block adds its rows into a shared copy first (shared atomics), then each nonzero word into the grid's tally
@@ -95,6 +95,7 @@ def tally_end(sh, tally, out):
         sh[TICKET] = cuda.atomic.add(tally, TICKET, int64(1))
     cuda.syncthreads()
     if sh[TICKET] == cuda.gridDim.x - 1:  # every other block has added and taken its ticket
+        cuda.threadfence()  # (the exchanges are atomics, resolved where the adds were: this fence is formal)
         i = cuda.threadIdx.x
         while i < WORDS:
             out[i] = cuda.atomic.exch(tally, i, int64(0))
