@@ -53,9 +53,11 @@ PTX = textwrap.dedent("""
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", K.topk_rows(widen), f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])", (K.TPB, K.TOPK_BLOCKS)))  # as it ships
-    for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows only
+    for group in (K.TPB, 32):  # bf16 pairs (32-bit words): nll_rows and the head's fold_rows
         jobs.append(("nll_rows", K.nll_rows(K.WIDEN_BF16_PAIRS, group), "void(int32[:, ::1], "
                      "int64[::1], uint8[::1], boolean, int64, boolean, float64[::1], uint8[::1])"))
+        jobs.append(("fold_rows", K.fold_rows(K.WIDEN_BF16_PAIRS, group), "void(int32[:, ::1], int64[::1], int64, "
+                     "float64[::1], float64[::1], int64[::1], float64[::1])"))
     # the one-shot variants that sum on the device (their row reads are the kernels' above): each layout, the
     # widenings users meet most
     tally = "int64[::1], uint8[::1], boolean, int64, boolean"

@@ -745,6 +745,8 @@ class HeadFold:
         """Fold ``logits`` (rows, width), the rows [r0, r0 + rows) and the vocabulary's columns [v0, v0 + width),
         on the current stream."""
         rows = device_rows(logits, "logits")
+        if not self.greedy:  # bf16 slices of even width read as 32-bit words (score_rows reads an element a load)
+            rows = _as_pairs(rows)
         span = (r0, rows.data.shape[0])
         if self.part[0] != span:  # views made once a block: numba slices them in Python
             self.part = (span, tuple(a[r0 : r0 + span[1]] for a in (self.targets, *self.state)))

@@ -28,7 +28,8 @@ FULL = 0xFFFFFFFF
 
 # widening of a stored element to the type it is compared/summed in
 WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
-# bf16 rows of even length read as 32-bit words, two elements a load (nll_rows only): twice the bytes in flight
+# bf16 rows of even length read as 32-bit words, two elements a load (nll_rows, nll_tally, fold_rows): twice
+# the bytes in flight
 WIDEN_BF16_PAIRS = 3
 
 
