@@ -1,16 +1,13 @@
-"""GPU dispatch for the array metrics: recognise device arrays, run the numba.cuda kernels,
-hand results back in the caller's own type.
+"""GPU dispatch for the array metrics: recognise device arrays, run the numba.cuda kernels, hand results back in the
+caller's own type.
 
-A PyTorch CUDA tensor, a CuPy array (anything with ``__cuda_array_interface__``)
-or a Numba device array runs on the GPU with no copy of the scores to the host;
-``device="cuda"`` sends host input there, ``device="cpu"`` brings device input
-back. Device targets (and masks) stay there: the row kernels check them and
-report a status per row, and only when one is out of range does the host look
-at them (``_validate``, the one validation layer, raises the CPU path's error).
-Host targets are validated on the host and uploaded. Per-row results that a
-scalar is reduced from come back with the statuses in one copy (so reductions
-are the CPU path's, bit for bit; ``_gpu_tally`` sums one-shot calls on the device).
-Kernels and copies queue on the caller's current torch/CuPy stream, after the work that made the input.
+A PyTorch CUDA tensor, a CuPy array (anything with ``__cuda_array_interface__``) or a Numba device array runs on the
+GPU with no copy of the scores to the host; ``device="cuda"`` sends host input there, ``device="cpu"`` brings device
+input back. Device targets (and masks) stay there: the row kernels check them and report a status per row, and only
+when one is out of range does the host look at them (``_validate``, the one validation layer, raises the CPU path's
+error). Host targets are validated on the host and uploaded. Per-row results that a scalar is reduced from come back
+with the statuses in one copy (so reductions are the CPU path's, bit for bit; ``_gpu_tally`` sums one-shot calls on
+the device). Kernels and copies queue on the caller's current torch/CuPy stream, after the work that made the input.
 """
 
 from __future__ import annotations
@@ -744,9 +741,8 @@ class HeadFold:
     def add(self, logits: Any, v0: int, r0: int = 0) -> None:
         """Fold ``logits`` (rows, width), the rows [r0, r0 + rows) and the vocabulary's columns [v0, v0 + width),
         on the current stream."""
-        rows = device_rows(logits, "logits")
-        if not self.greedy:  # bf16 slices of even width read as 32-bit words (score_rows reads an element a load)
-            rows = _as_pairs(rows)
+        rows = device_rows(logits, "logits")  # bf16 of even width as words; score_rows reads an element a load
+        rows = rows if self.greedy else _as_pairs(rows)
         span = (r0, rows.data.shape[0])
         if self.part[0] != span:  # views made once a block: numba slices them in Python
             self.part = (span, tuple(a[r0 : r0 + span[1]] for a in (self.targets, *self.state)))
