@@ -6,9 +6,9 @@ whether each is the argmax. Here the same batches are run through the model's bo
 state), and only the continuation positions go through the head, a slice of the vocabulary at a time,
 folded by ``lm_head``'s scoring pass (``token_scores_from_hidden``): the same requests, in the same batches
 and order, with the same progress bar, cache hook and one-token-continuation cache, but O(rows x slice)
-memory for the head. The log-probabilities are summed exactly (``math.fsum``) from float64 values
-accurate to float64 rounding: the original's with ``softmax_dtype=float64`` to ~1e-15, and closer to the
-truth than its default (the logits' own dtype).
+memory for the head. The log-probabilities are summed exactly (``_exact.exact_sum``: ``math.fsum``'s value)
+from float64 values accurate to float64 rounding: the original's with ``softmax_dtype=float64`` to ~1e-15,
+and closer to the truth than its default (the logits' own dtype).
 
 Both entry points raise ``Fallback`` (before doing anything the caller could see) for what they do not
 reproduce: a seq2seq model, a PEFT model, a model whose head cannot be split from its body or whose
@@ -19,12 +19,12 @@ its model its own way (``_model_call``). Used by
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from . import _split_model
+from ._exact import exact_sum
 from .lm_head import token_scores_from_hidden
 from .patch._dispatch import Fallback
 
@@ -151,7 +151,8 @@ def loglikelihood_tokens(
         targets_ = np.concatenate([np.asarray(toks, np.int64) for toks in targets])
         logp, greedy = _scores(lm, split, batched, _rows(spans), targets_)
         for req_str, a, z in answers:
-            answer = (math.fsum(logp[a:z].tolist()), bool(greedy[a:z].all()))
+            # (math.fsum's bits, without a list: 0.4 ms instead of 2.2 for 32 answers of 2,047 tokens here)
+            answer = (exact_sum(logp[a:z]), bool(greedy[a:z].all()))
             res.append(answer)
             if req_str is not None:
                 lm.cache_hook.add_partial("loglikelihood", req_str, answer)
