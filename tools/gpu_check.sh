@@ -5,7 +5,7 @@
 # /tmp/gpu-logs; check.log (every step's tail) and the eight files the device tool brings back go to $OUT
 # (or ./gpu-out).
 #   [STEPS="build tests ..."] [TURBOMETRICS_COMMIT=abc1234] bash tools/gpu_check.sh [seconds, default 540]
-# (TURBOMETRICS_COMMIT: the commit the reports name where the copy of the tree has no git history)
+# (TURBOMETRICS_COMMIT: the commit the reports name; it wins over the copy's .git, which can be stale)
 # On the 2026-11 image numba-cuda 0.30.4 cannot lower kernels with its NumPy 2.5: carry a NumPy 2.4 wheel for
 # Python 3.12 (the device tool's README: .whl, pip install --target) and put it first on PYTHONPATH (kept here).
 # Wheels carried in .whl (numpy 2.4, lm-eval, cut-cross-entropy, liger-kernel: see the tools' docstrings) are
@@ -52,7 +52,10 @@ step() {  # step NAME CAP COMMAND...: run with min(CAP, time left) seconds, log 
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   python3 -c "import sys, torch, numba, numba_cuda, numpy; print(sys.version.split()[0], 'torch', torch.__version__,
 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'numpy', numpy.__version__)"
-  git log -1 --format='commit %h %s' 2>/dev/null || echo "commit ${TURBOMETRICS_COMMIT:-unknown} (no git here)"; nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
+  # TURBOMETRICS_COMMIT first: the device's copy of the tree can carry a stale .git (its HEAD an older commit)
+  if [[ -n "${TURBOMETRICS_COMMIT:-}" ]]; then echo "commit $TURBOMETRICS_COMMIT (TURBOMETRICS_COMMIT)"
+  else git log -1 --format='commit %h %s' 2>/dev/null || echo "commit unknown (no git here)"; fi
+  nproc; which ncu compute-sanitizer; } >> "$log" 2>&1
 step build 150 python3 setup.py -q build_ext --inplace
 # a numba-cuda that cannot launch here (the NumPy 2.5 of the image without the carried 2.4) fails every later
 # step: say so in seconds, on stdout, and stop
