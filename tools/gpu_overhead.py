@@ -81,67 +81,59 @@ for name, fn in [
 # launch delays the kernel; what runs after the copy delays the result. The rows path (before the tally), then
 # the tally's.
 
-stages: dict = {}
-for rep in range(60):
-    torch.cuda.synchronize()
-    s = [time.perf_counter()]
-    r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
-    s.append(time.perf_counter())
-    b, o, st = _gpu._with_status(r, np.float64, scratch=True)
-    s.append(time.perf_counter())
-    tgt = _gpu.device_targets(r, t, None, None, st)
-    s.append(time.perf_counter())
-    _gpu._launch_rows("nll_rows", r, *tgt.args, o, st)
-    s.append(time.perf_counter())
-    torch.cuda.synchronize()  # the kernel itself
-    s.append(time.perf_counter())
-    h = _gpu._back(b, r.stream)
-    s.append(time.perf_counter())
-    cnt = tgt.counted_from(h[N:].view(np.uint8)[:N], r.lead, r.n_classes)
-    s.append(time.perf_counter())
-    exact_sum(h[:N]) / max(1, int(np.count_nonzero(cnt)))
-    s.append(time.perf_counter())
-    if rep >= 10:
-        for name, a, z in zip(
-            (
-                "device_rows",
-                "_with_status",
-                "device_targets",
-                "launch",
-                "kernel (sync)",
-                "copy back",
-                "counted_from",
-                "exact sum",
-            ),
-            s,
-            s[1:],
-        ):
-            stages.setdefault(name, []).append((z - a) * 1e6)
-for name, v in stages.items():
-    print(f"stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
 
-tally_stages: dict = {}
-for rep in range(60):
-    torch.cuda.synchronize()
-    s = [time.perf_counter()]
+def print_stages(label: str, one_call) -> None:
+    """The median of 50 calls (after 10 more) of each stage of ``one_call``: a generator that yields each stage's
+    name as the stage ends."""
+    got: dict = {}
+    for rep in range(60):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for name in one_call():
+            took = time.perf_counter() - t0
+            if rep >= 10:
+                got.setdefault(name, []).append(took * 1e6)
+            t0 = time.perf_counter()
+    for name, v in got.items():
+        print(f"{label} {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
+
+
+def rows_call():
     r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
-    s.append(time.perf_counter())
-    tgt, words_d, go = _gpu_tally.tally_job("nll_tally", r, t, None, None)
-    s.append(time.perf_counter())
-    go()
-    s.append(time.perf_counter())
+    yield "device_rows"
+    b, o, st = _gpu._with_status(r, np.float64, scratch=True)
+    yield "_with_status"
+    tgt = _gpu.device_targets(r, t, None, None, st)
+    yield "device_targets"
+    _gpu._launch_rows("nll_rows", r, *tgt.args, o, st)
+    yield "launch"
     torch.cuda.synchronize()  # the kernel itself
-    s.append(time.perf_counter())
+    yield "kernel (sync)"
+    h = _gpu._back(b, r.stream)
+    yield "copy back"
+    cnt = tgt.counted_from(h[N:].view(np.uint8)[:N], r.lead, r.n_classes)
+    yield "counted_from"
+    exact_sum(h[:N]) / max(1, int(np.count_nonzero(cnt)))
+    yield "exact sum"
+
+
+def tally_call():
+    r = _gpu._as_pairs(_gpu.device_rows(x, "logits"))
+    yield "device_rows"
+    _, words_d, go = _gpu_tally.tally_job("nll_tally", r, t, None, None)
+    yield "tally_job"
+    go()
+    yield "launch"
+    torch.cuda.synchronize()  # the kernel itself
+    yield "kernel (sync)"
     words = _gpu._back(words_d, r.stream)
-    s.append(time.perf_counter())
+    yield "copy back"
     _gpu_tally._tally_sum(words) / max(1, int(words[K.tally.COUNTED]))
-    s.append(time.perf_counter())
-    if rep >= 10:
-        names = ("device_rows", "tally_job", "launch", "kernel (sync)", "copy back", "finish")
-        for name, a, z in zip(names, s, s[1:]):
-            tally_stages.setdefault(name, []).append((z - a) * 1e6)
-for name, v in tally_stages.items():
-    print(f"tally stage {name:<16} {sorted(v)[len(v) // 2]:8.1f} us", flush=True)
+    yield "finish"
+
+
+print_stages("stage", rows_call)
+print_stages("tally stage", tally_call)
 
 # Issue 41's host path: each call with launches through numba (``_launch.DIRECT = False``) and direct, same run.
 from turbometrics import _launch  # noqa: E402
