@@ -27,7 +27,8 @@ def test_kernels_under_the_cuda_simulator():
     run_pytest([str(ROOT / "gpu")], env, GPU_REPORT, "CUDA simulator (tests/gpu)")
 
 
-PTX = textwrap.dedent("""
+PTX = textwrap.dedent(r"""
+    import re
     import sys
     from numba import cuda
     try:
@@ -49,7 +50,7 @@ PTX = textwrap.dedent("""
                 jobs.append(("fold_rows", K.fold_rows(widen, group), f"void({T}[:, ::1], int64[::1], int64, "
                              "float64[::1], float64[::1], int64[::1], float64[::1])"))
                 jobs.append(("score_rows", K.score_rows(widen, group), f"void({T}[:, ::1], int64[::1], int64, "
-                             "float64[::1], float64[::1], int64[::1], float64[::1], int64[::1])"))
+                             "float64[::1], float64[::1], int64[::1], float64[::1], int64[::1], float64[::1])"))
             if widen != K.WIDEN_F64:
                 jobs.append(("topk_rows", K.topk_rows(widen), f"void({T}[:, ::1], int64, boolean, {T}[:, ::1], "
                              "int64[:, ::1], int64[::1], int64[::1])", (K.TPB, K.TOPK_BLOCKS)))  # as it ships
@@ -105,6 +106,9 @@ PTX = textwrap.dedent("""
             assert not bounds or f".minnctapersm {bounds[0][1]}" in ptx, (name, "launch bounds missing")
             # score_rows takes every exp in float64; the simulator cannot tell (its float32 exp is Python's)
             assert name != "score_rows" or "ex2.approx" not in ptx, (name, sig, cc, "a float32 exp")
+            # static shared memory past 48 KiB fails at load time, not here (score_rows' exp table: 34 KiB)
+            shared = sum(int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", ptx))
+            assert shared <= 48 * 1024, (name, sig, cc, shared, "bytes of static shared memory")
             n += 1
     print(f"PTX OK: {n} kernel signatures for sm_80 and sm_90")
 """)

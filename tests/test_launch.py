@@ -1,6 +1,7 @@
-"""The direct kernel launch (``turbometrics._launch``) without a GPU: its argument flattening against numba-cuda's
-own (``_Kernel._prepare_args``) on device arrays over stand-in memory, and when it launches directly, learns, or
-leaves the launch to numba. The launches themselves are checked on a GPU (tests/gpu/test_kernels.py)."""
+"""The GPU host path without a GPU. The direct kernel launch (``turbometrics._launch``): its argument flattening
+against numba-cuda's own (``_Kernel._prepare_args``) on device arrays over stand-in memory, and when it launches
+directly, learns, or leaves the launch to numba; the one-call copy back (``_gpu._raw_back``). The launches and
+copies themselves are checked on a GPU (tests/gpu/test_kernels.py)."""
 
 import contextlib
 import ctypes
@@ -252,3 +253,43 @@ def test_show_config_names_the_switches(monkeypatch):
     monkeypatch.setenv("TURBOMETRICS_KERNEL_CACHE", "0")
     gpu = tm.show_config(mode="dicts")["GPU"]
     assert gpu["direct launches"] == "off" and gpu["compiled-kernel cache"] == "off"
+
+
+def test_copy_back_is_one_driver_call(monkeypatch):
+    """``_gpu._raw_back``: a device array to the host by one cuMemcpyDtoHAsync on the caller's stream (a stand-in
+    driver here, copying from host memory posing as the device's); None, numba's copy then, where the driver
+    refuses or its bindings differ."""
+    from turbometrics import _gpu
+
+    src = np.arange(76, dtype=np.int64) * 3
+    calls: list = []
+
+    class Driver:
+        class CUresult:
+            CUDA_SUCCESS = 0
+
+        error = 0
+
+        @classmethod
+        def cuMemcpyDtoHAsync(cls, dst, src_ptr, nbytes, stream):
+            calls.append((nbytes, stream))
+            ctypes.memmove(dst, src_ptr, nbytes)
+            return (cls.error,)
+
+    monkeypatch.setattr(_gpu, "_DRIVER", [Driver])
+
+    def on_device(a):
+        return cuda_devicearray.DeviceNDArray(a.shape, a.strides, a.dtype, gpu_data=Memory(a.ctypes.data, a.nbytes))
+
+    d = on_device(src)
+    np.testing.assert_array_equal(_gpu._raw_back(d, 0), src)
+    stream = type("Stream", (), {"handle": 1234})()
+    np.testing.assert_array_equal(_gpu._raw_back(on_device(src[10:20]), stream), src[10:20])
+    assert calls == [(608, 0), (80, 1234)]
+    empty = type("Empty", (), {"shape": (0,), "dtype": np.dtype(np.int64)})()  # (numba's asks for a context)
+    assert _gpu._raw_back(empty, 0).shape == (0,) and len(calls) == 2  # nothing to copy: no call
+    Driver.error = 201  # CUDA_ERROR_INVALID_CONTEXT: no context current on this thread
+    assert _gpu._raw_back(d, 0) is None
+    assert _gpu._raw_back(d, object()) is None  # a stream without a handle: numba's copy
+    monkeypatch.setattr(_gpu, "_DRIVER", [None])  # no cuda.bindings
+    assert _gpu._raw_back(d, 0) is None

@@ -243,17 +243,17 @@ def main() -> int:
     ours = "turbometrics `perplexity_from_hidden`"
     run(ours, lambda: tm.perplexity_from_hidden(h, w, t), value=float)
     if gpu:  # the host's share: the time until our call reaches its one wait (the copy back), of the whole call
-        from turbometrics import _gpu
+        from turbometrics import _gpu_head
 
-        reached, result = [], _gpu.HeadFold.result
-        _gpu.HeadFold.result = lambda self: reached.append(time.perf_counter()) or result(self)
+        reached, result = [], _gpu_head.HeadFold.result
+        _gpu_head.HeadFold.result = lambda self: reached.append(time.perf_counter()) or result(self)
         try:
             bench.sync()
             t0 = time.perf_counter()
             tm.perplexity_from_hidden(h, w, t)
             t1 = time.perf_counter()
         finally:
-            _gpu.HeadFold.result = result
+            _gpu_head.HeadFold.result = result
         print(f"  {ours}: the host queued its work in {(reached[-1] - t0) * 1e3:.2f} ms of {(t1 - t0) * 1e3:.2f} ms")
         # whole-vocabulary row blocks of other heights (multiples of 128 and 256: cuBLAS's tiles), GEMM alone
         for rows_ in (512, 768, 896, 1024):

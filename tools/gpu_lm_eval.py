@@ -100,6 +100,71 @@ def profiled(lm, reqs, patched: bool, top: int = 8) -> None:
         print(f"  {e.self_device_time_total / 1e3:8.2f} ms  x{e.count:<5} {e.key[:110]}", flush=True)
 
 
+def stages(lm, reqs) -> None:
+    """Where one run's wall time goes, the GPU synchronised at each boundary (so the sum is a little above the
+    run's): the harness's model calls and the rest (its per-request loop); ours: host work before the body,
+    body + gather, the head (and when its host had queued all of it), the answers after."""
+    import turbometrics._lm_eval_fused as fused
+    from turbometrics import _gpu_head
+
+    marks: list = []
+
+    def mark(name):
+        torch.cuda.synchronize()
+        marks.append((name, time.perf_counter()))
+
+    def wrapped(owner, name, before, after):
+        orig = getattr(owner, name)
+
+        def call(*a, **k):
+            mark(before)
+            try:
+                return orig(*a, **k)
+            finally:
+                mark(after)
+
+        return orig, call
+
+    def report(who, total):
+        spans, last = [], marks[0][1]
+        for name, t in marks[1:]:
+            spans.append(f"{name} {(t - last) * 1e3:.1f}")
+            last = t
+        print(f"stages ({who}, ms, synchronised): {', '.join(spans)}; in all {total * 1e3:.1f}", flush=True)
+
+    orig, call = wrapped(lm, "_model_call", "host", "model call")
+    lm._model_call = call
+    try:
+        marks.clear()
+        mark("start")
+        lm._loglikelihood_tokens(reqs, disable_tqdm=True)
+        mark("host")
+        report("lm-eval", marks[-1][1] - marks[0][1])
+    finally:
+        del lm._model_call
+    o1, c1 = wrapped(fused, "_scores", "host before the batch", "after the head")
+    o2, c2 = wrapped(fused, "token_scores_from_hidden", "body + gather", "head")
+    o3, queued = _gpu_head.HeadFold.result, []
+    fused._scores, fused.token_scores_from_hidden = c1, c2
+    _gpu_head.HeadFold.result = lambda self: queued.append(time.perf_counter()) or o3(self)
+    tm.patch(["lm_eval"])
+    try:
+        marks.clear()
+        mark("start")
+        lm._loglikelihood_tokens(reqs, disable_tqdm=True)
+        mark("answers")
+        report("patched", marks[-1][1] - marks[0][1])
+        head = dict(marks)  # (names: the last mark of each)
+        if queued:  # (the CPU's fold has no wait of its own)
+            print(
+                f"  the head's host had queued its work {(queued[-1] - head['body + gather']) * 1e3:.1f} ms in",
+                flush=True,
+            )
+    finally:
+        tm.unpatch()
+        fused._scores, fused.token_scores_from_hidden, _gpu_head.HeadFold.result = o1, o2, o3
+
+
 lm = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size=batch, max_length=length)
 for kind, cont in (("rolling", length - 1), ("choice", 12)):
     reqs = requests(cont)
@@ -143,6 +208,7 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
             lm_head.GPU_BUDGET_MAX = default
         if big is not None:
             print(f"rolling, head budget 1 GiB (not the default): {big[1]:.3f} s +{big[2] / 2**30:.2f} GiB", flush=True)
+        stages(lm, reqs)
 
 auto = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size="auto", max_batch_size=auto_max, max_length=length)
 reqs = requests(12)

@@ -159,6 +159,101 @@ for name, fn in [
 refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
 print(f"direct launch kinds learned: {len(_launch._KINDS)}, left on numba's path: {refused or 'none'}")
 
+# The copy back in one driver call (``_gpu.RAW_COPY``: cuMemcpyDtoHAsync into pageable memory) against numba's
+# copy and a stream wait, same run, interleaved.
+for name, fn in [
+    ("tm.perplexity f32", lambda: tm.perplexity(x, t)),
+    ("tm.topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts)),
+]:
+    took = {}
+    for raw in (False, True, False, True):
+        _gpu.RAW_COPY = raw
+        took[raw] = min(took.get(raw, float("inf")), best(fn))
+    _gpu.RAW_COPY = True
+    print(
+        f"{name:<32} numba's copy back {took[False]:.3f} ms, one driver call {took[True]:.3f} ms "
+        f"({(took[False] - took[True]) * 1e3:.0f} us less)",
+        flush=True,
+    )
+
+
+def launch_costs() -> None:
+    """One launch of a kernel that does no work (grid 1, no rows), host time: numba's, cuda.core's ``launch`` with
+    the learned kind, and the driver's ``cuLaunchKernel`` called directly with the arguments packed once (a
+    candidate for ``_launch``: what cuda.core's own Python costs)."""
+    import ctypes
+
+    from cuda.bindings import driver
+    from cuda.core import launch as core_launch
+
+    args = (no_rows, *tg.args, out, status)
+    stream = rows.stream
+    dev = torch.cuda.current_device()
+    for _ in range(3):  # numba's first launch, then learned
+        _launch.launch(nll, 1, K.TPB, stream, args, dev)
+    key = (nll, dev, tuple(_launch._mark(a) for a in args))
+    kind = _launch._KINDS.get(key)
+    if not kind:
+        print("launch costs: the kind was not learned", flush=True)
+        return
+    kernel, convert = kind
+    flat = _launch.flatten(convert, args)
+
+    def slot(v):
+        raw = bytes(v) if isinstance(v, ctypes._SimpleCData) else bytes([v]) if isinstance(v, bool) else None
+        return (raw if raw is not None else int(v).to_bytes(8, "little", signed=v < 0)).ljust(8, b"\0")
+
+    packed = np.frombuffer(b"".join(slot(v) for v in flat), np.uint8).copy()
+    ptrs = np.array([packed.ctypes.data + 8 * i for i in range(len(flat))], np.uint64)
+    func = int(getattr(kernel, "handle", None) or kernel._handle)
+    handle = 0 if isinstance(stream, int) else int(stream.handle)
+    cfg, core_stream = _launch._config(1, K.TPB, 0), _launch._stream(stream)
+
+    def per_launch(fn, n=2000):
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        took = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        return took / n * 1e6
+
+    numba_us = per_launch(lambda: nll[1, K.TPB, stream](*args))
+    ours_us = per_launch(lambda: _launch.launch(nll, 1, K.TPB, stream, args, dev))
+    core_us = per_launch(lambda: core_launch(core_stream, cfg, kernel, *_launch.flatten(convert, args)))
+    flat_us = per_launch(lambda: _launch.flatten(convert, args))
+    raw_us = per_launch(lambda: driver.cuLaunchKernel(func, 1, 1, 1, K.TPB, 1, 1, 0, handle, ptrs, 0))
+    print(
+        f"launch of an empty kernel, host us: numba {numba_us:.1f}, _launch.launch {ours_us:.1f}, cuda.core launch "
+        f"{core_us:.1f} (its flatten {flat_us:.1f}), cuLaunchKernel packed once {raw_us:.1f}",
+        flush=True,
+    )
+
+
+try:
+    launch_costs()
+except Exception as e:  # noqa: BLE001 - an experiment: the rest of the tool stands
+    print(f"launch costs: failed: {type(e).__name__}: {e}", flush=True)
+
+# Where a small call's host time goes: cProfile over 300 tm.perplexity calls on (8, 1000), whose kernel takes a
+# few microseconds (builtins and torch's calls stand for what they call; Cython code counts in its caller).
+import cProfile  # noqa: E402
+import pstats  # noqa: E402
+
+small_x, small_t = x[:8, :1000].contiguous(), t[:8] % 1000
+for _ in range(20):
+    tm.perplexity(small_x, small_t)
+prof = cProfile.Profile()
+t_small = time.perf_counter()
+prof.enable()
+for _ in range(300):
+    tm.perplexity(small_x, small_t)
+prof.disable()
+t_small = (time.perf_counter() - t_small) / 300 * 1e6
+print(f"tm.perplexity (8, 1000) under cProfile: {t_small:.0f} us a call; the top 25 by own time:", flush=True)
+pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
 # Issue 41's must-show, one verdict a line: the call against its kernel alone (+60 us), the read, PyTorch.
 import torch.nn.functional as F  # noqa: E402
 

@@ -237,12 +237,44 @@ def _stream(ptr: int) -> Any:
     return _STREAMS[ptr]
 
 
+RAW_COPY = os.environ.get("TURBOMETRICS_RAW_COPY", "1") != "0"  # _back in one driver call (0: numba's copy)
+_DRIVER: list = []  # [cuda.bindings' driver module, or None], on first use
+
+
 def _back(d: Any, stream: Any) -> np.ndarray:
-    """A device array copied to the host after the work queued on ``stream``."""
+    """A device array copied to the host after the work queued on ``stream``: contiguous ones on a GPU in one
+    driver call (``_raw_back``), else numba's copy and a wait on the stream."""
+    if RAW_COPY and not _kernels().SIM and d.is_c_contiguous():
+        host = _raw_back(d, stream)
+        if host is not None:
+            return host
     out = d.copy_to_host(stream=stream)
     if not isinstance(stream, int):  # an async copy on the caller's stream: wait for it
         stream.synchronize()
     return out
+
+
+def _raw_back(d: Any, stream: Any) -> np.ndarray | None:
+    """``d`` on the host by ``cuMemcpyDtoHAsync`` into pageable memory, which returns once the copy is done, so once
+    the stream's work before it is: one call, where numba's copy and the stream's wait took 44 us of an H100
+    host's time for a tally's 608 bytes (tools/gpu_overhead.py). None where the driver refused it (no current
+    context on this thread, say): the caller copies numba's way."""
+    if not _DRIVER:
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            driver = None
+        _DRIVER.append(driver)
+    driver = _DRIVER[0]
+    host = np.empty(d.shape, d.dtype)
+    if driver is None or not host.nbytes:
+        return host if driver is not None else None
+    try:
+        handle = 0 if isinstance(stream, int) else int(stream.handle)
+        (err,) = driver.cuMemcpyDtoHAsync(host.ctypes.data, d.device_ctypes_pointer.value, host.nbytes, handle)
+    except Exception:  # noqa: BLE001 - bindings unlike these (another stream type, release): numba's copy
+        return None
+    return host if err == driver.CUresult.CUDA_SUCCESS else None
 
 
 def _tokens(tok: Any) -> tuple:
@@ -698,74 +730,6 @@ def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndar
     threads = _threads(widest, K.TPB)
     K.lcs_pairs[n, threads, stream, shared](da, db, spans, scratch, out)
     return _back(out, stream)
-
-
-class HeadFold:
-    """Rows' running log-sum-exp on the device, one logits slice at a time (``lm_head`` on a GPU).
-
-    The state is the CPU fold's (max, sum, NaN/+inf count, target logit) in
-    float64 for all of a call's rows, on the device until ``result`` brings it
-    to the host. With ``greedy`` the slices are folded by ``score_rows``
-    (float64 throughout, as the CPU's ``_dense.score_rows``) and each row's
-    first argmax is kept too (-1 until a row holds a value above -inf).
-
-    The state is one (4 or 5, rows) float64 buffer whose rows are the arrays
-    (the counts' and argmaxes' reinterpreted as int64): ``result`` is one copy,
-    the host's only wait. With a torch ``device`` it is made there (no upload)
-    and the targets go over once from pinned memory, both queued on the
-    current stream; without one numba's arrays hold them (the simulator).
-    """
-
-    def __init__(self, targets: np.ndarray, greedy: bool = False, device: Any = None):
-        t = np.ascontiguousarray(targets, dtype=np.int64)
-        self.greedy, self.device = greedy, device
-        k = 5 if greedy else 4
-        if device is None:
-            host = np.zeros((k, len(t)))
-            host[0] = -np.inf
-            host[4:].view(np.int64)[:] = -1
-            cuda = _cuda()[0]
-            self.buf, self.targets = cuda.to_device(host), cuda.to_device(t)
-            parts = [self.buf[i] for i in range(k)]
-        else:
-            import torch
-
-            self.buf = torch.zeros((k, len(t)), dtype=torch.float64, device=device)
-            self.buf[0].fill_(-np.inf)
-            self.buf[4:].view(torch.int64).fill_(-1)
-            self.targets = _numba(torch.from_numpy(t).pin_memory().to(device, non_blocking=True))
-            parts = [_numba(row) for row in self.buf]
-        self.state = tuple(a.view(np.int64) if i in (2, 4) else a for i, a in enumerate(parts))
-        self.part: tuple = (None, ())  # ((first row, rows), the views of targets and state for them)
-
-    def add(self, logits: Any, v0: int, r0: int = 0) -> None:
-        """Fold ``logits`` (rows, width), the rows [r0, r0 + rows) and the vocabulary's columns [v0, v0 + width),
-        on the current stream."""
-        rows = device_rows(logits, "logits")  # bf16 of even width as words; score_rows reads an element a load
-        rows = rows if self.greedy else _as_pairs(rows)
-        span = (r0, rows.data.shape[0])
-        if self.part[0] != span:  # views made once a block: numba slices them in Python
-            self.part = (span, tuple(a[r0 : r0 + span[1]] for a in (self.targets, *self.state)))
-        t, *state = self.part[1]
-        _launch_rows("score_rows" if self.greedy else "fold_rows", rows, t, v0, *state)
-
-    def result(self) -> tuple:
-        """(max, sum, bad, target logit), and the first argmax with ``greedy``, as host arrays: one copy after the
-        work queued on the current stream (the folds' or one that waits for them). On torch's the host waits
-        on an event, not on the stream: torch's sync debug mode flags only the latter, so that a call can be
-        checked under ``torch.cuda.set_sync_debug_mode("error")`` for any other wait."""
-        if self.device is None:
-            host = self.buf.copy_to_host()
-        else:
-            import torch
-
-            pinned = torch.empty(tuple(self.buf.shape), dtype=torch.float64, pin_memory=True)
-            pinned.copy_(self.buf, non_blocking=True)
-            done = torch.cuda.Event()
-            done.record(torch.cuda.current_stream(self.device))
-            done.synchronize()
-            host = pinned.numpy()
-        return tuple(a.view(np.int64) if i in (2, 4) else a for i, a in enumerate(host))
 
 
 def ngram_matches(

@@ -198,7 +198,7 @@ def _finish(state: tuple, targets: np.ndarray):
 
 class _CpuFold:
     """Rows' running log-sum-exp on the CPU, one logits slice at a time (``_dense.fold_rows``): the state
-    (max, sum, NaN/+inf flag, target logit) that ``_gpu.HeadFold`` keeps on a GPU, with the same methods.
+    (max, sum, NaN/+inf flag, target logit) that ``_gpu_head.HeadFold`` keeps on a GPU, with the same methods.
     With ``greedy`` each row's first argmax too, and the sums in float64 throughout (``_dense.score_rows``)."""
 
     def __init__(self, targets: np.ndarray, threads: int, greedy: bool = False):
@@ -355,7 +355,7 @@ def _rows_torch(
 ):  # fmt: skip
     """The rows ``rows`` of h (ascending), a block of ``block`` rows (default: all) and a slice of the
     vocabulary at a time, multiplied as ``F.linear`` does and each slice folded by our kernel: ``_CpuFold`` on
-    the CPU, ``_gpu.HeadFold`` on a GPU (``on_gpu``, default: where h is; True with CPU tensors runs the CUDA
+    the CPU, ``_gpu_head.HeadFold`` on a GPU (``on_gpu``, default: where h is; True with CPU tensors runs the CUDA
     simulator's copy of the kernel in tests). On CUDA every block folds into one state on the device and the
     host waits once, for the state's copy back; with two ``slots`` each fold overlaps the next GEMM
     (``_Overlap``), with one it is queued behind its GEMM on the caller's stream."""
@@ -366,7 +366,7 @@ def _rows_torch(
     block = max(1, len(rows) if block is None else block)
     fold: Any  # the fold's interface: add(logits, v0, r0), result()
     if on_gpu:
-        from ._gpu import HeadFold
+        from ._gpu_head import HeadFold
 
         fold = HeadFold(t_rows, greedy, h.device if cuda else None)
     else:

@@ -405,7 +405,7 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
     import torch
     import torch.nn.functional as F
 
-    from turbometrics import _gpu, lm_head
+    from turbometrics import _gpu, _gpu_head, lm_head
 
     on = (lambda a: a.cuda()) if torch.cuda.is_available() else (lambda a: a)
     dt = getattr(torch, dtype)
@@ -446,7 +446,7 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
         np.testing.assert_allclose(got[0], cpu[0], rtol=1e-12)  # NaN where the CPU has NaN
         np.testing.assert_array_equal(got[1], cpu[1])
         gM, gS, gflag, gtl, garg = state(
-            _gpu.HeadFold(t, greedy=True, device=on(h).device if on(h).is_cuda else None), on
+            _gpu_head.HeadFold(t, greedy=True, device=on(h).device if on(h).is_cuda else None), on
         )
         assert garg.dtype == np.int64 and len(garg) == n
         np.testing.assert_array_equal(gflag.astype(bool), bad)
@@ -461,6 +461,64 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
         want = tm.token_scores_from_hidden(h, w, t, b, chunk=SCORE_WIDTH, logit_map=_score_map())
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_score_rows_bf16_exp_table(rng, monkeypatch):
+    """score_rows on long bf16 rows (a block per row) takes each exp from a table (``exptable``): rows of tiny
+    values and zeros (the polynomial), of values across the table (|v| up to ~300 and its edges 2**-8 and 510),
+    with a finite |v| >= 512 (that row read again the per-element way), all below -512, with -inf entries, NaN,
+    +inf and ties, in slices with a ragged last one. The fold's state against the CPU's score fold (the same max,
+    first argmax and target logit, the sum to 1e-13) and the log-probabilities against float64 log_softmax."""
+    import torch
+
+    from turbometrics import _gpu, _gpu_head, lm_head
+    from turbometrics._kernels.cuda import exptable
+
+    monkeypatch.setattr(_gpu, "WARP_ROW_MAX_V", 0)  # a block per row: the table's variant
+    n, V, width = 10, 300, 128
+    x = rng.standard_normal((n, V)) * 3
+    x[0] = rng.standard_normal(V) * 1e-3
+    x[0, :5] = 0.0
+    x[1] *= 30
+    x[2, 17] = 600.0
+    x[3] -= 700.0
+    x[4, ::3] = -np.inf
+    x[5, 10] = np.nan
+    x[6, 20] = np.inf
+    x[7] = rng.integers(-2, 3, V)
+    x[8, :6] = [2.0**-8, -(2.0**-8), 510.0, -510.0, 2.0**-9, -(2.0**-9)]
+    x[9] = -np.inf
+    logits = torch.from_numpy(x).to(torch.bfloat16)
+    t = rng.integers(0, V, n)
+    t[7] = int(logits[7].float().argmax())
+    bits = logits.view(torch.int16).numpy().astype(np.int64) & 0xFFFF
+    mag = bits & 0x7FFF
+    in_table = (mag >= exptable.SCORE_LO) & (mag < exptable.SCORE_HI)
+    assert in_table[1].all() and not in_table[0].any() and in_table[8, :4].all()
+    on = (lambda a: a.cuda()) if torch.cuda.is_available() else (lambda a: a)
+    cpu = lm_head._CpuFold(t, 1, greedy=True)
+    gpu = _gpu_head.HeadFold(t, greedy=True, device=torch.device("cuda") if torch.cuda.is_available() else None)
+    for v0 in range(0, V, width):
+        part = logits[:, v0 : v0 + width].contiguous()
+        cpu.add(part, v0)
+        gpu.add(on(part), v0)
+    M, S, bad, tl, arg = cpu.result()
+    gM, gS, gbad, gtl, garg = gpu.result()
+    np.testing.assert_array_equal(gbad.astype(bool), np.isin(np.arange(n), (5, 6)))
+    ok = gbad == 0
+    np.testing.assert_array_equal(gM[ok], M[ok])
+    np.testing.assert_allclose(gS[ok], S[ok], rtol=1e-13)
+    np.testing.assert_array_equal(garg[ok], arg[ok])
+    np.testing.assert_array_equal(gtl, tl)
+    assert garg[9] == -1 and gS[9] == 0.0
+    got = lm_head._finish((gM, gS, gbad, gtl, garg), t)
+    want = torch.log_softmax(logits.double(), 1)[np.arange(n), t].numpy()
+    live = ok & (np.arange(n) != 9)
+    np.testing.assert_allclose(-got[0][live], want[live], rtol=1e-13)
+    np.testing.assert_array_equal(got[1][live], (logits.double().argmax(1).numpy() == t)[live])
+    table = exptable.score_table()
+    values = (np.arange(exptable.SCORE_LO, exptable.SCORE_HI, dtype=np.uint32) << 16).view(np.float32)
+    np.testing.assert_allclose(table, np.exp(np.concatenate([values, -values]).astype(np.float64)), rtol=3e-16)
 
 
 def test_lm_head_moves_targets_and_state_once_a_call(rng, monkeypatch):
@@ -508,7 +566,7 @@ def test_lm_head_two_streams(rng, every, monkeypatch):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from turbometrics import _gpu, lm_head
+    from turbometrics import _gpu_head, lm_head
 
     g = torch.Generator(device="cuda").manual_seed(0)
     n, d, V, block, width = 600, 64, 5000, 128, 640
@@ -528,9 +586,9 @@ def test_lm_head_two_streams(rng, every, monkeypatch):
         for a, b in zip(two if greedy else (two,), one if greedy else (one,)):
             np.testing.assert_array_equal(a, b)
 
-    result = _gpu.HeadFold.result
+    result = _gpu_head.HeadFold.result
     running = []
-    monkeypatch.setattr(_gpu.HeadFold, "result", lambda self: running.append(not busy.query()) or result(self))
+    monkeypatch.setattr(_gpu_head.HeadFold, "result", lambda self: running.append(not busy.query()) or result(self))
     torch.cuda.synchronize()
     torch.cuda._sleep(500_000_000)  # about 0.25 s of a busy GPU
     busy = torch.cuda.Event()

@@ -26,6 +26,7 @@ from .device import (
     FULL,
     INT64_MAX,
     TPB,
+    WIDEN_BF16,
     WIDEN_BF16_PAIRS,
     WIDEN_F64,
     exp_f64,
@@ -39,6 +40,7 @@ from .device import (
     loader,
     merge,
 )
+from .exptable import SCORE_TABLE, table_step
 from .jit import kernel
 from .tally import COUNTED as T_COUNTED
 from .tally import HITS as T_HITS
@@ -149,8 +151,8 @@ def _lse_steps(widen: int, exact: bool = False) -> tuple[Any, Any]:
 @cache
 def _group_lse(widen: int, group: int, score: bool = False) -> Any:
     """group_lse(x, r, lane, n, active): row r's log-sum-exp over a group of threads; with ``score``,
-    group_score(x, r, lane, n, active): the same in float64 throughout (every element widened, every exp in
-    float64) with the row's first argmax.
+    group_score(x, r, lane, n, active, bm, bs, bi): the same in float64 throughout (every element widened, every
+    exp in float64) with the row's first argmax.
 
     The score variant carries the argmax in a read loop and a merge of its own around the same steps:
     threading it through row_lse, even unused there, changed the code nll_rows and fold_rows compile to."""
@@ -159,7 +161,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
     assert not (score and PAIRS), "score rows are read an element a load"
     neg = _minus_inf(WIDEN_F64 if score else widen)
     load = _wide_loader(widen) if score else loader(widen)
-    gsum, gmin, glse = group_sum(G), group_min(G), group_lse_merge(G)
+    gsum, glse, gfirst = group_sum(G), group_lse_merge(G), _group_first(G)
     lse_step, lse_tile = _lse_steps(widen, score)
 
     @cuda.jit(device=True, inline=True)
@@ -233,25 +235,72 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
         return m, s, bad, a
 
     @cuda.jit(device=True, inline=True)
-    def group_score(x, r, lane, n, active):
+    def group_score(x, r, lane, n, active, bm, bs, bi):
         """group_lse's (max, sum, bad count) in float64 throughout, and the least index holding the max (-1 when
-        the max is -inf); every thread must call it, ``active`` ones read the row."""
+        the max is -inf); every thread must call it, ``active`` ones read the row (bm, bs: shared float64[TPB],
+        bi: shared int64[TPB], the caller's: the exp table's variant shares them)."""
         m = neg
         s = 0.0
         bad = int64(0)
         a = int64(-1)
         if active:
             m, s, bad, a = row_score(x, r, lane, n, m, s, bad, a)
-        bm = cuda.shared.array(TPB, float64)
-        bs = cuda.shared.array(TPB, float64)
-        bi = cuda.shared.array(TPB, int64)
         bad = gsum(bad, bi)
         M, S = glse(m, s, bm, bs)
-        # glse's max is one thread's own m: the least index among the threads that hold it
-        a = gmin(a if m == M and m > neg else INT64_MAX, bi)
-        return M, S, bad, a
+        return M, S, bad, gfirst(m, M, a, bi)
 
     return group_score if score else group_lse
+
+
+@cache
+def _group_first(group: int) -> Any:
+    gmin = group_min(group)
+
+    @cuda.jit(device=True, inline=True)
+    def gfirst(m, M, a, bi):
+        """The least of the group's indices ``a`` whose thread's max ``m`` is the group's ``M`` (glse's max is one
+        thread's own m); -1 when M is -inf."""
+        return gmin(a if m == M and m > -math.inf else INT64_MAX, bi)
+
+    return gfirst
+
+
+@cache
+def _group_score_table(group: int) -> Any:
+    """group_score_table(x, r, lane, n, active, tab, bm, bs, bi): ``group_score``'s results (the same state,
+    from the exp table); ``group_score`` itself for rows with a finite |v| >= 512."""
+    G = group
+    gsum, glse, gfirst = group_sum(G), group_lse_merge(G), _group_first(G)
+    group_score = _group_lse(WIDEN_BF16, G, True)
+
+    @cuda.jit(device=True, inline=True)
+    def group_score_table(x, r, lane, n, active, tab, bm, bs, bi):
+        m = float32(-math.inf)
+        a = int64(-1)
+        s = 0.0
+        bad = int64(0)
+        big = int64(0)
+        if active:
+            j = lane
+            while j + 3 * G < n:  # four loads in flight
+                b0, b1 = x[uint64(r), uint64(j)], x[uint64(r), uint64(j + G)]
+                b2, b3 = x[uint64(r), uint64(j + 2 * G)], x[uint64(r), uint64(j + 3 * G)]
+                m, a, s, bad, big = table_step(b0, j, m, a, s, bad, big, tab)
+                m, a, s, bad, big = table_step(b1, j + G, m, a, s, bad, big, tab)
+                m, a, s, bad, big = table_step(b2, j + 2 * G, m, a, s, bad, big, tab)
+                m, a, s, bad, big = table_step(b3, j + 3 * G, m, a, s, bad, big, tab)
+                j += 4 * G
+            while j < n:
+                m, a, s, bad, big = table_step(x[uint64(r), uint64(j)], j, m, a, s, bad, big, tab)
+                j += G
+        if gsum(big, bi) > 0:  # the same for the whole group: it reads the row again
+            return group_score(x, r, lane, n, active, bm, bs, bi)
+        bad = gsum(bad, bi)
+        mm = float64(m)
+        M, S = glse(mm, s * math.exp(-mm) if s > 0.0 else 0.0, bm, bs)  # sum exp(v - m): merge's form
+        return M, S, bad, gfirst(mm, M, a, bi)
+
+    return group_score_table
 
 
 @cache
@@ -335,19 +384,41 @@ def fold_rows(widen: int, group: int = TPB) -> Any:
 @cache
 def score_rows(widen: int, group: int = TPB) -> Any:
     """The ``score_rows`` kernel for one widening and group (see the module's docstring)."""
-    load, row_of, group_score = loader(widen), _row_of(widen, group), _group_lse(widen, group, True)
+    load, row_of = loader(widen), _row_of(widen, group)
+    if widen == WIDEN_BF16 and group == TPB:  # long bf16 rows: the exp table (above)
+        by_table = _group_score_table(group)
+
+        @cuda.jit(device=True, inline=True)
+        def score(x, r, lane, n, active, table, bm, bs, bi):
+            tab = cuda.shared.array(SCORE_TABLE, float64)
+            i = cuda.threadIdx.x
+            while i < SCORE_TABLE:
+                tab[i] = table[i]
+                i += TPB
+            cuda.syncthreads()
+            return by_table(x, r, lane, n, active, tab, bm, bs, bi)
+
+    else:
+        by_exp = _group_lse(widen, group, True)
+
+        @cuda.jit(device=True, inline=True)
+        def score(x, r, lane, n, active, table, bm, bs, bi):
+            return by_exp(x, r, lane, n, active, bm, bs, bi)
 
     @kernel()
-    def score_rows(x, targets, v0, run_m, run_s, run_bad, target_logit, run_arg):
+    def score_rows(x, targets, v0, run_m, run_s, run_bad, target_logit, run_arg, table):
         """``fold_rows`` in float64 throughout (each element widened, each exp in float64: a log-probability
         carries no float exp's error), keeping each row's first argmax: run_arg[r] (-1 until the row holds
         a value above -inf) becomes v0 + the slice's first maximal index when the slice's max beats the row's
         so far, so ties go to the lowest index, as torch.argmax. The CPU's ``_dense.score_rows`` keeps the
-        same state.
+        same state. ``table``: ``score_table()`` on the device, read by long bf16 rows' variant.
         """
         lane, r, rows, n = row_of(x)
         t = targets[r] if r < rows else int64(-1)
-        M, S, bad, a = group_score(x, r, lane, n, r < rows)
+        bm = cuda.shared.array(TPB, float64)
+        bs = cuda.shared.array(TPB, float64)
+        bi = cuda.shared.array(TPB, int64)
+        M, S, bad, a = score(x, r, lane, n, r < rows, table, bm, bs, bi)
         if lane == 0 and r < rows:
             if M > run_m[r] and a < n:  # before the merge: a tie with an earlier slice's max keeps that one
                 run_arg[r] = v0 + a
