@@ -112,6 +112,17 @@ def test_gpu_plan_at_llama_scale():
     assert extra <= 256 << 20, extra / 2**20
 
 
+def test_gpu_plan_overlapped_whole_rows(monkeypatch):
+    """``GPU_OVERLAP_ROWS`` (an option for timings): whole rows of the vocabulary in two buffers of half the
+    height, within the same budget; the CPU's plan unchanged."""
+    rows, d, V = 8 * 4096, 4096, 128256
+    one = lm_head._plan(rows, V, d, 2, None, lm_head.GPU_BUDGET_MAX, gpu=True)
+    monkeypatch.setattr(lm_head, "GPU_OVERLAP_ROWS", True)
+    block, width, slots = lm_head._plan(rows, V, d, 2, None, lm_head.GPU_BUDGET_MAX, gpu=True)
+    assert (width, slots) == (V, 2) and block < 0.6 * one[0] and (2 * V + d) * block * 2 <= lm_head.GPU_BUDGET_MAX
+    assert lm_head._plan(rows, V, d, 2, None, lm_head.DEFAULT_BUDGET)[2] == 1
+
+
 def test_gpu_plan_column_slices_in_two_buffers():
     """Where 512 whole rows do not fit the budget (a huge vocabulary, a small budget), or a chunk is given, a GPU
     slices the vocabulary into two buffers (one folded while the other is multiplied), both within the budget;

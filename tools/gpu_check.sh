@@ -82,7 +82,7 @@ step ncu 90 ncu --clock-control none --section SpeedOfLight --section Occupancy 
   -k regex:'nll_rows|nll_tally|topk_rows|rank_rows|rank_tally|fold_rows|ngram_matches|lcs_pairs' --launch-count 12 \
   python3 tools/gpu_scale.py profile
 step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
-  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_id_bleu_equals or lcs_lengths or shared_memory or topk_exact or tally or (ranks_exact and sklearn)'
+  python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x -k 'token_id_bleu_equals or lcs_lengths or shared_memory or topk_exact or tally or exp_table or (ranks_exact and sklearn)'
 step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 99 env TURBOMETRICS_GPU_TESTS=1 \
   python3 -m pytest tests/gpu -q -p no:cacheprovider -n 0 -x
 step host 45 python3 tools/gpu_scale.py host

@@ -320,6 +320,15 @@ def main() -> int:
         run(ours + ", bf16 read an element a load", lambda: tm.perplexity_from_hidden(h, w, t), value=float)
     finally:
         _gpu._as_pairs = pairs
+    try:  # whole-row blocks in two buffers of half the height, each fold on a second stream (an option)
+        lm_head.GPU_OVERLAP_ROWS = True
+        run(
+            ours + ", whole-row blocks overlapped (`GPU_OVERLAP_ROWS`)",
+            lambda: tm.perplexity_from_hidden(h, w, t),
+            value=float,
+        )
+    finally:
+        lm_head.GPU_OVERLAP_ROWS = False
 
     # The table.
     def mib(b) -> str:

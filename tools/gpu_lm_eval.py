@@ -208,6 +208,14 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
             lm_head.GPU_BUDGET_MAX = default
         if big is not None:
             print(f"rolling, head budget 1 GiB (not the default): {big[1]:.3f} s +{big[2] / 2**30:.2f} GiB", flush=True)
+        lm_head.GPU_OVERLAP_ROWS = True  # whole-row blocks of half the height, each fold beside the next GEMM
+        try:
+            measured(lm, reqs, True)
+            both = measured(lm, reqs, True)
+        finally:
+            lm_head.GPU_OVERLAP_ROWS = False
+        if both is not None:
+            print(f"rolling, lm_head.GPU_OVERLAP_ROWS: {both[1]:.3f} s +{both[2] / 2**30:.2f} GiB", flush=True)
         stages(lm, reqs)
 
 auto = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size="auto", max_batch_size=auto_max, max_length=length)

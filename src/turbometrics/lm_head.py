@@ -35,6 +35,9 @@ GPU_BUDGET_MAX = 240 << 20  # on a GPU: a quarter of the free memory, at most th
 #   52.0 ms alone against 48.2 ms for the whole GEMM, and the call 58.9 ms; the plan before (192 MiB in two
 #   buffers of 4,096 rows x 10,240 columns, 104 slices) took 61.0 ms in the same run.
 GPU_OVERLAP = True  # on CUDA, column slices each folded on a second stream (False: behind its GEMM, for timings)
+GPU_OVERLAP_ROWS = False  # on CUDA, whole-row blocks in two buffers too, each folded on a second stream while the
+#   next block is multiplied (blocks of half the height in the same budget): an option for timings
+#   (tools/gpu_lm_eval.py, where the fold is a third of the GEMM's time), not yet measured
 _MAX_ROWS = 4096  # rows per block of column slices: keeps slices wide enough for an efficient multiply
 _FULL_ROWS = 1024  # when this many rows of the whole vocabulary fit the budget, a slice is the whole vocabulary
 _GPU_FULL_ROWS = 512  # on a GPU, this many (not yet measured against other heights: tools/gpu_head_anchors.py)
@@ -96,7 +99,7 @@ def _plan(
     one buffer on the CPU and two on a GPU (one is multiplied while the other is folded)."""
     if chunk is None and budget // ((vocab + d) * itemsize) >= min(rows, _GPU_FULL_ROWS if gpu else _FULL_ROWS):
         chunk = vocab
-    slots = 2 if gpu and (chunk is None or chunk < vocab) else 1
+    slots = 2 if gpu and (chunk is None or chunk < vocab or GPU_OVERLAP_ROWS) else 1
     if chunk is None:
         block = max(1, min(rows, _MAX_ROWS))
         chunk = max(256, (budget // (block * itemsize) - d) // slots) // 64 * 64
