@@ -339,6 +339,46 @@ def test_torchmetrics_perplexity_states_remembered_on_the_host_follow_every_chan
         tm.unpatch()
 
 
+def test_torchmetrics_perplexity_reset_reads_nothing_back(monkeypatch):
+    """The patched reset remembers the fresh states with their defaults' values, read once a metric (again when a
+    default is replaced or changed): reset + update + compute reads no state back (on CUDA, no wait for it)."""
+    import math
+
+    from turbometrics.language_model import _token_total
+
+    g = torch.Generator().manual_seed(5)
+    x, t = torch.randn(2, 9, 40, generator=g), torch.randint(0, 40, (2, 9), generator=g)
+    s, n = _token_total(x, t, None, None, None, None)
+
+    def value(total: float, count: float) -> float:  # compute's result, as torchmetrics' float32
+        return float(torch.tensor(math.exp(total / count), dtype=torch.float64).to(torch.float32))
+
+    tm.patch(["torchmetrics"])
+    try:
+        m = Perplexity()
+        m.reset()  # (the defaults read, once)
+        reads: list = []
+        stack = torch.stack
+        with monkeypatch.context() as mp:
+            mp.setattr(torch, "stack", lambda *a, **k: reads.append(1) or stack(*a, **k))
+            for _ in range(3):
+                m.reset()
+                m.update(x, t)
+                assert float(m.compute()) == value(s, n)
+        assert not reads
+        m._defaults["count"] = torch.tensor(5.0)  # a new default: read at the next reset
+        m.reset()
+        m.update(x, t)
+        assert float(m.compute()) == value(s, n + 5.0)
+        m._defaults["count"] += 1.0  # changed in place: read again
+        m.reset()
+        m.update(x, t)
+        assert float(m.compute()) == value(s, n + 6.0)
+    finally:
+        tm.unpatch()
+    assert "reset" not in Perplexity.__dict__  # rebound on the class while patched, the inherited one after
+
+
 def test_torchmetrics_perplexity_past_float32s_range_is_inf():
     """A perplexity past float32's largest value (a mean NLL of ~100) is inf in torchmetrics' float32, as the
     original gives it (not an overflow error from the fill)."""
@@ -392,6 +432,7 @@ def originals():
         tp.Perplexity.update,
         tp.Perplexity.update.__code__,
         tp.Perplexity.compute.__code__,
+        tp.Perplexity.__dict__.get("reset"),  # (rebound on the class while patched)
         fp.perplexity,
         fp.perplexity.__code__,
     ]

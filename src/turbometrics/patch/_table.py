@@ -150,6 +150,15 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         fast="_torchmetrics.compute",
         label="torchmetrics.text.Perplexity.compute",
     ),
+    # (Metric.reset, inherited: rebound on Perplexity alone) the fresh states remembered, so no read back
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.text.perplexity",
+        "Perplexity.reset",
+        REBIND,
+        fast="_torchmetrics.reset",
+        label="torchmetrics.text.Perplexity.reset",
+    ),
     # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
     EntryPoint(
         LM_EVAL,

@@ -104,6 +104,43 @@ def _states(self: Any, total: Any, count: Any) -> tuple[float, float]:
     return float(t), float(c)
 
 
+_DEFAULTS = "_turbometrics_defaults"  # Perplexity.__dict__ key: the default states' values, read once
+
+
+def _remember(self: Any, total: Any, count: Any, t: float, c: float) -> None:
+    """Remember the states' values (``_states`` then reads nothing back while they are unchanged)."""
+    versions = (_version(total), _version(count))
+    if None not in versions:  # (made in inference mode: read back when next needed)
+        self.__dict__[_KNOWN] = (total, versions[0], count, versions[1], t, c)
+    else:
+        self.__dict__.pop(_KNOWN, None)
+
+
+def reset(site: Site, self: Any) -> None:
+    """``Perplexity.reset``: the original (the states become copies of their defaults), then the states remembered
+    with their defaults' values, read once a metric (and again after a move or a change of the defaults): the
+    first update after a reset (or inside ``forward``) reads nothing back from the device."""
+    site.original(self)
+    d = self.__dict__.get("_defaults") or {}
+    dt, dc = d.get("total_log_probs"), d.get("count")
+    total, count = self.__dict__.get("total_log_probs"), self.__dict__.get("count")
+    import torch
+
+    if not all(isinstance(v, torch.Tensor) for v in (dt, dc, total, count)) or total.requires_grad:
+        self.__dict__.pop(_KNOWN, None)
+        return
+    k = self.__dict__.get(_DEFAULTS)
+    if not (k is not None and k[0] is dt and k[2] is dc and k[1] == _version(dt) and k[3] == _version(dc)):
+        try:
+            k = (dt, _version(dt), dc, _version(dc), _states(self, dt, dc))
+        except (RuntimeError, ValueError, TypeError):  # defaults of another shape: the next update reads
+            self.__dict__.pop(_KNOWN, None)
+            return
+        if None not in (k[1], k[3]):
+            self.__dict__[_DEFAULTS] = k
+    _remember(self, total, count, *k[4])
+
+
 def update(site: Site, self: Any, preds: Any, target: Any) -> None:
     """``Perplexity.update``: the states summed in float64, made with the sums as the fill kernel's argument
     (no copy to the device, nor a wait for it) and remembered on the host for the next update and ``compute``."""
@@ -121,11 +158,7 @@ def update(site: Site, self: Any, preds: Any, target: Any) -> None:
     t, c = t + nll, c + n  # the float64 additions the tensors would do
     self.total_log_probs = total = torch.full((), t, dtype=f64, device=total.device)
     self.count = count = torch.full((), c, dtype=f64, device=count.device)
-    versions = (_version(total), _version(count))
-    if None not in versions:  # (made in inference mode: read back when next needed)
-        self.__dict__[_KNOWN] = (total, versions[0], count, versions[1], t, c)
-    else:
-        self.__dict__.pop(_KNOWN, None)
+    _remember(self, total, count, t, c)
 
 
 def compute(site: Site, self: Any) -> Any:
