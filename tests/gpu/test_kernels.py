@@ -521,6 +521,35 @@ def test_score_rows_bf16_exp_table(rng, monkeypatch):
     np.testing.assert_allclose(table, np.exp(np.concatenate([values, -values]).astype(np.float64)), rtol=3e-16)
 
 
+def test_exp_table_step_on_every_bf16_value():
+    """score_rows' per-element step of its exp table (``exptable.table_step``) on all 65,536 bf16 bit patterns,
+    run as the simulator's Python (host code: a GPU runs it inside the kernel tests above): exp(v) within an
+    ulp for |v| < 512 (the table's or the polynomial's), nothing added for -inf, NaN and +inf counted as bad,
+    finite |v| >= 512 as big (its row read the per-element way), the max and its index taken from the rest."""
+    import math
+
+    from turbometrics._kernels.cuda import exptable
+
+    if not SIM:
+        return
+    tab = exptable.score_table()
+    neg = np.float32(-np.inf)
+    for u in range(1 << 16):
+        b = np.int16(u - (1 << 16) if u >= 1 << 15 else u)
+        v = float(np.array([u << 16], np.uint32).view(np.float32)[0])
+        m, a, s, bad, big = exptable.table_step(b, 7, neg, np.int64(-1), 0.0, np.int64(0), np.int64(0), tab)
+        if math.isnan(v) or v == math.inf:
+            assert (bad, big, s, m, a) == (1, 0, 0.0, neg, -1), hex(u)
+        elif v == -math.inf:
+            assert (bad, big, s, m, a) == (0, 0, 0.0, neg, -1), hex(u)
+        else:
+            assert (bad, m, a) == (0, v, 7), hex(u)
+            if abs(v) >= 512:
+                assert (big, s) == (1, 0.0), hex(u)
+            else:
+                assert big == 0 and abs(s - math.exp(v)) <= 2.3e-16 * math.exp(v), (hex(u), v, s)
+
+
 def test_lm_head_moves_targets_and_state_once_a_call(rng, monkeypatch):
     """One GPU head call on CPU tensors (numba's arrays hold the state), with one or several blocks and slices:
     numba copies the targets and the fold's state to the device once and the state back once. The simulator
