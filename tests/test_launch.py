@@ -276,6 +276,11 @@ def test_copy_back_is_one_driver_call(monkeypatch):
             ctypes.memmove(dst, src_ptr, nbytes)
             return (cls.error,)
 
+        @staticmethod
+        def cuStreamSynchronize(stream):
+            calls.append(("wait", stream))
+            return (0,)
+
     monkeypatch.setattr(_gpu, "_DRIVER", [Driver])
 
     def on_device(a):
@@ -285,11 +290,46 @@ def test_copy_back_is_one_driver_call(monkeypatch):
     np.testing.assert_array_equal(_gpu._raw_back(d, 0), src)
     stream = type("Stream", (), {"handle": 1234})()
     np.testing.assert_array_equal(_gpu._raw_back(on_device(src[10:20]), stream), src[10:20])
-    assert calls == [(608, 0), (80, 1234)]
+    assert calls == [(608, 0), ("wait", 0), (80, 1234), ("wait", 1234)]  # each copy, then its stream waited for
     empty = type("Empty", (), {"shape": (0,), "dtype": np.dtype(np.int64)})()  # (numba's asks for a context)
-    assert _gpu._raw_back(empty, 0).shape == (0,) and len(calls) == 2  # nothing to copy: no call
+    assert _gpu._raw_back(empty, 0).shape == (0,) and len(calls) == 4  # nothing to copy: no call
     Driver.error = 201  # CUDA_ERROR_INVALID_CONTEXT: no context current on this thread
     assert _gpu._raw_back(d, 0) is None
+    Driver.error = 0
+    Driver.cuStreamSynchronize = staticmethod(lambda stream: (calls.append(("wait", stream)) or 700,))  # a fault
+    assert _gpu._raw_back(d, 0) is None and calls[-1] == ("wait", 0)  # (numba's copy then reports it)
     assert _gpu._raw_back(d, object()) is None  # a stream without a handle: numba's copy
     monkeypatch.setattr(_gpu, "_DRIVER", [None])  # no cuda.bindings
     assert _gpu._raw_back(d, 0) is None
+
+
+def test_back_copies_numbas_way_where_the_one_call_cannot(monkeypatch):
+    """``_gpu._back``: the one-call copy for contiguous arrays on a GPU (not the simulator), numba's copy (and a
+    wait on a stream object) where it returned None, for other arrays, and with ``RAW_COPY`` off."""
+    from turbometrics import _gpu
+
+    monkeypatch.setattr(_gpu, "_kernels", lambda: type("K", (), {"SIM": False}))
+    raw: list = []
+    monkeypatch.setattr(_gpu, "_raw_back", lambda d, stream: raw.append(d) or d.raw)
+
+    class D:
+        def __init__(self, raw, contiguous=True):
+            self.raw, self.contiguous = raw, contiguous
+
+        def is_c_contiguous(self):
+            return self.contiguous
+
+        def copy_to_host(self, stream):
+            return "numba's copy"
+
+    class Stream:
+        waited = 0
+
+        def synchronize(self):
+            Stream.waited += 1
+
+    assert _gpu._back(D("one call"), 0) == "one call" and len(raw) == 1
+    assert _gpu._back(D(None), Stream()) == "numba's copy" and len(raw) == 2 and Stream.waited == 1
+    assert _gpu._back(D("one call", contiguous=False), 0) == "numba's copy" and len(raw) == 2
+    monkeypatch.setattr(_gpu, "RAW_COPY", False)
+    assert _gpu._back(D("one call"), 0) == "numba's copy" and len(raw) == 2

@@ -159,7 +159,7 @@ for name, fn in [
 refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
 print(f"direct launch kinds learned: {len(_launch._KINDS)}, left on numba's path: {refused or 'none'}")
 
-# The copy back in one driver call (``_gpu.RAW_COPY``: cuMemcpyDtoHAsync into pageable memory) against numba's
+# The copy back by the driver (``_gpu.RAW_COPY``: cuMemcpyDtoHAsync, cuStreamSynchronize) against numba's
 # copy and a stream wait, same run, interleaved.
 for name, fn in [
     ("tm.perplexity f32", lambda: tm.perplexity(x, t)),
@@ -171,7 +171,7 @@ for name, fn in [
         took[raw] = min(took.get(raw, float("inf")), best(fn))
     _gpu.RAW_COPY = True
     print(
-        f"{name:<32} numba's copy back {took[False]:.3f} ms, one driver call {took[True]:.3f} ms "
+        f"{name:<32} numba's copy back {took[False]:.3f} ms, the driver's {took[True]:.3f} ms "
         f"({(took[False] - took[True]) * 1e3:.0f} us less)",
         flush=True,
     )

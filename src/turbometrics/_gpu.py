@@ -255,9 +255,10 @@ def _back(d: Any, stream: Any) -> np.ndarray:
 
 
 def _raw_back(d: Any, stream: Any) -> np.ndarray | None:
-    """``d`` on the host by ``cuMemcpyDtoHAsync`` into pageable memory, which returns once the copy is done, so once
-    the stream's work before it is: one call, where numba's copy and the stream's wait took 44 us of an H100
-    host's time for a tally's 608 bytes (tools/gpu_overhead.py). None where the driver refused it (no current
+    """``d`` on the host by ``cuMemcpyDtoHAsync`` on the caller's stream and a wait for that stream: two driver
+    calls, where numba's copy and its wait took 44 us of an H100 host's time for a tally's 608 bytes
+    (tools/gpu_overhead.py). (A copy into pageable memory usually returns when it is done, but the CUDA
+    documentation no longer promises it: the wait stays.) None where the driver refused the copy (no current
     context on this thread, say): the caller copies numba's way."""
     if not _DRIVER:
         try:
@@ -274,7 +275,12 @@ def _raw_back(d: Any, stream: Any) -> np.ndarray | None:
         (err,) = driver.cuMemcpyDtoHAsync(host.ctypes.data, d.device_ctypes_pointer.value, host.nbytes, handle)
     except Exception:  # noqa: BLE001 - bindings unlike these (another stream type, release): numba's copy
         return None
-    return host if err == driver.CUresult.CUDA_SUCCESS else None
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return None
+    (err,) = driver.cuStreamSynchronize(handle)
+    if err != driver.CUresult.CUDA_SUCCESS:  # a kernel before the copy failed: numba's copy reports it
+        return None
+    return host
 
 
 def _tokens(tok: Any) -> tuple:

@@ -24,20 +24,30 @@ if hasattr(os, "register_at_fork"):
 
 
 def _score_table(device: Any) -> Any:
-    """``score_rows``' exp table (``_kernels.cuda.exptable``) on ``device``, uploaded once a device (a process)."""
+    """``score_rows``' exp table (``_kernels.cuda.exptable``) on ``device``, uploaded once a device (a process) on
+    a stream of its own, behind an event that the current stream is made to wait for here (on the device: no
+    host wait), so that no stream reads it before it is there."""
     got = _TABLES.get(device)
     if got is None:
         from ._kernels.cuda.exptable import score_table
 
         host = score_table()
         if device is None:
-            got = _gpu._cuda()[0].to_device(host)
+            got = (_gpu._cuda()[0].to_device(host), None)
         else:
             import torch
 
-            got = _gpu._numba(torch.from_numpy(host).pin_memory().to(device, non_blocking=True))  # no host wait
+            side, done = torch.cuda.Stream(device), torch.cuda.Event()
+            with torch.cuda.stream(side):
+                table = torch.from_numpy(host).pin_memory().to(device, non_blocking=True)
+                done.record(side)
+            got = (_gpu._numba(table), done)
         _TABLES[device] = got
-    return got
+    if got[1] is not None:
+        import torch
+
+        torch.cuda.current_stream(device).wait_event(got[1])
+    return got[0]
 
 
 class HeadFold:

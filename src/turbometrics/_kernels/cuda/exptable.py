@@ -20,6 +20,7 @@ from .device import bf16_to_f32
 SCORE_LO, SCORE_HI = 0x3B80, 0x4400
 SCORE_W = SCORE_HI - SCORE_LO
 SCORE_TABLE = 2 * SCORE_W  # float64 entries (34,816 bytes)
+SCORE_MIN_ROW = 8192  # elements: shorter rows (16 KiB of bf16) take the per-element exps (the copy costs more)
 # 32-bit unsigned constants (numba types a Python int as int64, and 64-bit integer arithmetic takes two
 # instructions an operation on the GPU)
 _LO, _HI, _W = np.uint32(SCORE_LO), np.uint32(SCORE_HI), np.uint32(SCORE_W)

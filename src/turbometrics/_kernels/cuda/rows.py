@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, float64, int32, int64, uint64
 
+from . import exptable
 from .device import (
     FULL,
     INT64_MAX,
@@ -236,8 +237,8 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
 
     @cuda.jit(device=True, inline=True)
     def group_score(x, r, lane, n, active, bm, bs, bi):
-        """group_lse's (max, sum, bad count) in float64 throughout, and the least index holding the max (-1 when
-        the max is -inf); every thread must call it, ``active`` ones read the row (bm, bs: shared float64[TPB],
+        """group_lse's (max, sum, bad count) in float64 throughout, and the least index holding the max (INT64_MAX
+        when the max is -inf); every thread must call it, ``active`` ones read the row (bm, bs: shared float64[TPB],
         bi: shared int64[TPB], the caller's: the exp table's variant shares them)."""
         m = neg
         s = 0.0
@@ -259,7 +260,7 @@ def _group_first(group: int) -> Any:
     @cuda.jit(device=True, inline=True)
     def gfirst(m, M, a, bi):
         """The least of the group's indices ``a`` whose thread's max ``m`` is the group's ``M`` (glse's max is one
-        thread's own m); -1 when M is -inf."""
+        thread's own m); INT64_MAX when M is -inf (the caller's ``a < n`` leaves its argmax unset)."""
         return gmin(a if m == M and m > -math.inf else INT64_MAX, bi)
 
     return gfirst
@@ -385,11 +386,14 @@ def fold_rows(widen: int, group: int = TPB) -> Any:
 def score_rows(widen: int, group: int = TPB) -> Any:
     """The ``score_rows`` kernel for one widening and group (see the module's docstring)."""
     load, row_of = loader(widen), _row_of(widen, group)
-    if widen == WIDEN_BF16 and group == TPB:  # long bf16 rows: the exp table (above)
+    by_exp = _group_lse(widen, group, True)
+    if widen == WIDEN_BF16 and group == TPB:  # long bf16 rows: the exp table (``exptable``)
         by_table = _group_score_table(group)
 
         @cuda.jit(device=True, inline=True)
         def score(x, r, lane, n, active, table, bm, bs, bi):
+            if n < exptable.SCORE_MIN_ROW:  # (the same for the whole launch)
+                return by_exp(x, r, lane, n, active, bm, bs, bi)
             tab = cuda.shared.array(SCORE_TABLE, float64)
             i = cuda.threadIdx.x
             while i < SCORE_TABLE:
@@ -399,7 +403,6 @@ def score_rows(widen: int, group: int = TPB) -> Any:
             return by_table(x, r, lane, n, active, tab, bm, bs, bi)
 
     else:
-        by_exp = _group_lse(widen, group, True)
 
         @cuda.jit(device=True, inline=True)
         def score(x, r, lane, n, active, table, bm, bs, bi):
