@@ -465,10 +465,11 @@ def test_lm_head_score_equals_the_cpu_score(rng, dtype, layouts, monkeypatch):
 
 def test_score_rows_bf16_exp_table(rng, monkeypatch):
     """score_rows on long bf16 rows (a block per row) takes each exp from a table (``exptable``): rows of tiny
-    values and zeros (the polynomial), of values across the table (|v| up to ~300 and its edges 2**-8 and 510),
-    with a finite |v| >= 512 (that row read again the per-element way), all below -512, with -inf entries, NaN,
-    +inf and ties, in slices with a ragged last one. The fold's state against the CPU's score fold (the same max,
-    first argmax and target logit, the sum to 1e-13) and the log-probabilities against float64 log_softmax."""
+    values and zeros (the polynomial), of values across the table (|v| up to ~300 and its edges 2**-8 and 510)
+    and below it (-1e4 ... -600: their own exps), with a finite v >= 512 or all values below -512 (those rows
+    read again the per-element way), with -inf entries, NaN, +inf and ties, in slices with a ragged last one.
+    The fold's state against the CPU's score fold (the same max, first argmax and target logit, the sum to
+    1e-13) and the log-probabilities against float64 log_softmax."""
     import torch
 
     from turbometrics import _gpu, _gpu_head, lm_head
@@ -489,6 +490,8 @@ def test_score_rows_bf16_exp_table(rng, monkeypatch):
     x[6, 20] = np.inf
     x[7] = rng.integers(-2, 3, V)
     x[8, :6] = [2.0**-8, -(2.0**-8), 510.0, -510.0, 2.0**-9, -(2.0**-9)]
+    x[8, 6:9] = [-1e4, -600.0, -720.0]  # at or below -512 beside a larger max: their own exps (a mask's values)
+    x[8, [10, 74]] = [-720.0, -715.0]  # (in the simulator one thread's only values: exp(-max) overflows)
     x[9] = -np.inf
     logits = torch.from_numpy(x).to(torch.bfloat16)
     t = rng.integers(0, V, n)
@@ -526,8 +529,8 @@ def test_score_rows_bf16_exp_table(rng, monkeypatch):
 def test_exp_table_step_on_every_bf16_value():
     """score_rows' per-element step of its exp table (``exptable.table_step``) on all 65,536 bf16 bit patterns,
     run as the simulator's Python (host code: a GPU runs it inside the kernel tests above): exp(v) within an
-    ulp for |v| < 512 (the table's or the polynomial's), nothing added for -inf, NaN and +inf counted as bad,
-    finite |v| >= 512 as big (its row read the per-element way), the max and its index taken from the rest."""
+    ulp for v < 512 (the table's, the polynomial's or exp's own), nothing added for -inf, NaN and +inf counted as
+    bad, finite v >= 512 as big (its row read the per-element way), the max and its index taken from the rest."""
     import math
 
     from turbometrics._kernels.cuda import exptable
@@ -546,9 +549,9 @@ def test_exp_table_step_on_every_bf16_value():
             assert (bad, big, s, m, a) == (0, 0, 0.0, neg, -1), hex(u)
         else:
             assert (bad, m, a) == (0, v, 7), hex(u)
-            if abs(v) >= 512:
+            if v >= 512:
                 assert (big, s) == (1, 0.0), hex(u)
-            else:
+            else:  # (below -512 the exp itself: Python's here, the device's on a GPU)
                 assert big == 0 and abs(s - math.exp(v)) <= 2.3e-16 * math.exp(v), (hex(u), v, s)
 
 

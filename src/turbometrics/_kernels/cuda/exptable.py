@@ -3,8 +3,9 @@ float64 exp(v) of every bf16 value with 2**-8 <= |v| < 512 (magnitude bits SCORE
 values then negative ones), copied to shared memory by each block. A row's sum of exp(v) then costs a shared
 load and an add an element, not a float64 exp (about 20 float64 operations: the kernel ran at a third of
 fold_rows' speed, docs/gpu.md). |v| < 2**-8 takes exp's Taylor polynomial to v**5 (error below 2**-48 / 720
-relative); a row holding a finite |v| >= 512 (where a sum of exp(v) could overflow or lose its small terms)
-is read again the exp-per-element way. Each value is exp's correctly rounded float64 or within an ulp of it,
+relative), v <= -512 the device's exp (rare: masked logits); a row holding a finite v >= 512 (where a sum of
+exp(v) could overflow) or whose values are all at or below -512 (where exp(v) loses its precision) is read
+again the exp-per-element way. Each value is exp's correctly rounded float64 or within an ulp of it,
 as the device's exp: the sum is as accurate as the per-element path's, in another order.
 """
 
@@ -37,8 +38,9 @@ def score_table() -> np.ndarray:
 
 @cuda.jit(device=True, inline=True)
 def table_step(b, j, m, a, s, bad, big, tab):
-    """One bf16 element (bits b, int16) at index j: exp(v) added to s from the table (or the polynomial), the
-    thread's max m and its first index a kept; NaN and +inf counted in bad, finite |v| >= 512 in big."""
+    """One bf16 element (bits b, int16) at index j: exp(v) added to s from the table (the polynomial below 2**-8,
+    the device's exp at or below -512), the thread's max m and its first index a kept; NaN and +inf counted in
+    bad, finite v >= 512 in big."""
     u = uint32(uint16(b))
     mag = u & _MAG
     v = bf16_to_f32(b)
@@ -49,8 +51,10 @@ def table_step(b, j, m, a, s, bad, big, tab):
         s += 1.0 + d * (1.0 + d * (_C2 + d * (_C3 + d * (_C4 + d * _C5))))
     elif mag > _POS_INF or u == _POS_INF:
         return m, a, s, bad + 1, big
-    elif u != _NEG_INF:
+    elif u >> _SIGN == 0:
         big += 1
+    elif u != _NEG_INF:  # v <= -512: its own exp (0 below -745), rare; the row's max decides (_group_score_table)
+        s += math.exp(float64(v))
     if v > m:
         m = v
         a = int64(j)

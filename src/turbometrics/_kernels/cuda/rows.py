@@ -269,7 +269,7 @@ def _group_first(group: int) -> Any:
 @cache
 def _group_score_table(group: int) -> Any:
     """group_score_table(x, r, lane, n, active, tab, bm, bs, bi): ``group_score``'s results (the same state,
-    from the exp table); ``group_score`` itself for rows with a finite |v| >= 512."""
+    from the exp table); ``group_score`` itself for rows with a finite v >= 512 or a max at or below -512."""
     G = group
     gsum, glse, gfirst = group_sum(G), group_lse_merge(G), _group_first(G)
     group_score = _group_lse(WIDEN_BF16, G, True)
@@ -296,10 +296,13 @@ def _group_score_table(group: int) -> Any:
                 j += G
         if gsum(big, bi) > 0:  # the same for the whole group: it reads the row again
             return group_score(x, r, lane, n, active, bm, bs, bi)
-        bad = gsum(bad, bi)
         mm = float64(m)
-        M, S = glse(mm, s * math.exp(-mm) if s > 0.0 else 0.0, bm, bs)  # sum exp(v - m): merge's form
-        return M, S, bad, gfirst(mm, M, a, bi)
+        # sum exp(v - m), merge's form; a thread whose max is below -700 (exp(-m) would overflow) adds nothing
+        # beside a row max above -512 (under e**-188 of it), and a row max at or below -512 is read again
+        M, S = glse(mm, s * math.exp(-mm) if s > 0.0 and mm > -700.0 else 0.0, bm, bs)
+        if M <= -512.0:  # (the same for the whole group)
+            return group_score(x, r, lane, n, active, bm, bs, bi)
+        return M, S, gsum(bad, bi), gfirst(mm, M, a, bi)
 
     return group_score_table
 
