@@ -47,6 +47,7 @@ import math
 import time
 import warnings
 from importlib import metadata
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -301,34 +302,21 @@ def main() -> int:
     else:
         skip("`F.linear_cross_entropy`", f"torch {torch.__version__} has none")
     run(ours + " (again, last)", lambda: tm.perplexity_from_hidden(h, w, t), value=float)
-    try:  # the same call with each fold behind its GEMM on one stream: what the second stream gains
-        from turbometrics import lm_head
+    from turbometrics import lm_head
 
-        lm_head.GPU_OVERLAP = False
-        run(
-            ours + ", one stream (`lm_head.GPU_OVERLAP = False`)",
-            lambda: tm.perplexity_from_hidden(h, w, t),
-            value=float,
-        )
-    finally:
-        lm_head.GPU_OVERLAP = True
-    try:  # the fold reading bf16 an element a load (before d364354's successor: 32-bit words, two a load)
-        from turbometrics import _gpu
+    for label, attr, setting in (
+        # each fold behind its GEMM on one stream: what the second stream gains
+        (", one stream (`lm_head.GPU_OVERLAP = False`)", "GPU_OVERLAP", False),
+        # whole-row blocks in two buffers of half the height, each fold on a second stream (an option)
+        (", whole-row blocks overlapped (`GPU_OVERLAP_ROWS`)", "GPU_OVERLAP_ROWS", True),
+    ):
+        with mock.patch.object(lm_head, attr, setting):
+            run(ours + label, lambda: tm.perplexity_from_hidden(h, w, t), value=float)
+    from turbometrics import _gpu
 
-        pairs = _gpu._as_pairs
-        _gpu._as_pairs = lambda rows: rows
+    # the fold reading bf16 an element a load (before d364354's successor: 32-bit words, two a load)
+    with mock.patch.object(_gpu, "_as_pairs", lambda rows: rows):
         run(ours + ", bf16 read an element a load", lambda: tm.perplexity_from_hidden(h, w, t), value=float)
-    finally:
-        _gpu._as_pairs = pairs
-    try:  # whole-row blocks in two buffers of half the height, each fold on a second stream (an option)
-        lm_head.GPU_OVERLAP_ROWS = True
-        run(
-            ours + ", whole-row blocks overlapped (`GPU_OVERLAP_ROWS`)",
-            lambda: tm.perplexity_from_hidden(h, w, t),
-            value=float,
-        )
-    finally:
-        lm_head.GPU_OVERLAP_ROWS = False
 
     # The table.
     def mib(b) -> str:

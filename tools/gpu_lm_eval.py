@@ -16,6 +16,7 @@ first there (the device tool's README).
 
 import sys
 import time
+from unittest import mock
 
 import lm_eval.models.huggingface as hf
 import numpy as np
@@ -198,24 +199,17 @@ for kind, cont in (("rolling", length - 1), ("choice", 12)):
     if GPU and kind == "rolling":
         for patched in (False, True):  # where each run's GPU time goes (rolling was 1.0x at 2e568f3: which kernels?)
             profiled(lm, reqs, patched)
-        from turbometrics import lm_head  # what a larger head budget would gain (fewer, larger slices)
+        from turbometrics import lm_head
 
-        default, lm_head.GPU_BUDGET_MAX = lm_head.GPU_BUDGET_MAX, 1 << 30
-        try:
-            measured(lm, reqs, True)
-            big = measured(lm, reqs, True)
-        finally:
-            lm_head.GPU_BUDGET_MAX = default
-        if big is not None:
-            print(f"rolling, head budget 1 GiB (not the default): {big[1]:.3f} s +{big[2] / 2**30:.2f} GiB", flush=True)
-        lm_head.GPU_OVERLAP_ROWS = True  # whole-row blocks of half the height, each fold beside the next GEMM
-        try:
-            measured(lm, reqs, True)
-            both = measured(lm, reqs, True)
-        finally:
-            lm_head.GPU_OVERLAP_ROWS = False
-        if both is not None:
-            print(f"rolling, lm_head.GPU_OVERLAP_ROWS: {both[1]:.3f} s +{both[2] / 2**30:.2f} GiB", flush=True)
+        for label, attr, value in (
+            ("head budget 1 GiB (not the default)", "GPU_BUDGET_MAX", 1 << 30),  # fewer, larger slices
+            ("lm_head.GPU_OVERLAP_ROWS", "GPU_OVERLAP_ROWS", True),  # each fold beside the next block's GEMM
+        ):
+            with mock.patch.object(lm_head, attr, value):
+                measured(lm, reqs, True)
+                got = measured(lm, reqs, True)
+            if got is not None:
+                print(f"rolling, {label}: {got[1]:.3f} s +{got[2] / 2**30:.2f} GiB", flush=True)
         stages(lm, reqs)
 
 auto = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size="auto", max_batch_size=auto_max, max_length=length)

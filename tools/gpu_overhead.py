@@ -1,6 +1,7 @@
 """Split a GPU metric call's time into the kernel and the Python/validation around it (GPU machine)."""
 
 import time
+from unittest import mock
 
 import numpy as np
 import torch
@@ -138,6 +139,16 @@ print_stages("tally stage", tally_call)
 # Issue 41's host path: each call with launches through numba (``_launch.DIRECT = False``) and direct, same run.
 from turbometrics import _launch  # noqa: E402
 
+
+def off_on(owner, attr: str, fn) -> tuple:
+    """best(fn) with ``owner.attr`` False, then True (ms): interleaved, so clock and cache drift fall on both."""
+    took: dict = {}
+    for value in (False, True, False, True):
+        with mock.patch.object(owner, attr, value):
+            took[value] = min(took.get(value, float("inf")), best(fn))
+    return took[False], took[True]
+
+
 xb, xh = x.to(torch.bfloat16), x.to(torch.float16)
 for name, fn in [
     ("tm.perplexity f32", lambda: tm.perplexity(x, t)),
@@ -146,16 +157,8 @@ for name, fn in [
     ("tm.topk_accuracy k=5 f32", lambda: tm.topk_accuracy(x, t, k=5)),
     ("tm.topk k=50 f32", lambda: tm.topk(x, 50)),
 ]:
-    took = {}
-    for direct in (False, True, False, True):  # interleaved: clock and cache drift fall on both
-        _launch.DIRECT = direct
-        took[direct] = min(took.get(direct, float("inf")), best(fn))
-    _launch.DIRECT = True
-    print(
-        f"{name:<28} numba launch {took[False]:.3f} ms, direct {took[True]:.3f} ms "
-        f"({(took[False] - took[True]) * 1e3:.0f} us less)",
-        flush=True,
-    )
+    off, on = off_on(_launch, "DIRECT", fn)
+    print(f"{name:<28} numba launch {off:.3f} ms, direct {on:.3f} ms ({(off - on) * 1e3:.0f} us less)", flush=True)
 refused = [k[0].py_func.__name__ for k, v in _launch._KINDS.items() if v is None]
 print(f"direct launch kinds learned: {len(_launch._KINDS)}, left on numba's path: {refused or 'none'}")
 
@@ -165,14 +168,9 @@ for name, fn in [
     ("tm.perplexity f32", lambda: tm.perplexity(x, t)),
     ("tm.topk_accuracy (100000, 1000)", lambda: tm.topk_accuracy(xs, ts)),
 ]:
-    took = {}
-    for raw in (False, True, False, True):
-        _gpu.RAW_COPY = raw
-        took[raw] = min(took.get(raw, float("inf")), best(fn))
-    _gpu.RAW_COPY = True
+    off, on = off_on(_gpu, "RAW_COPY", fn)
     print(
-        f"{name:<32} numba's copy back {took[False]:.3f} ms, the driver's {took[True]:.3f} ms "
-        f"({(took[False] - took[True]) * 1e3:.0f} us less)",
+        f"{name:<32} numba's copy back {off:.3f} ms, the driver's {on:.3f} ms ({(off - on) * 1e3:.0f} us less)",
         flush=True,
     )
 
