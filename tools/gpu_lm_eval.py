@@ -115,6 +115,7 @@ def stages(lm, reqs) -> None:
         marks.append((name, time.perf_counter()))
 
     def wrapped(owner, name, before, after):
+        """``owner.name`` marking ``before`` on entry and ``after`` on exit, while the context lasts."""
         orig = getattr(owner, name)
 
         def call(*a, **k):
@@ -124,46 +125,37 @@ def stages(lm, reqs) -> None:
             finally:
                 mark(after)
 
-        return orig, call
+        return mock.patch.object(owner, name, call)
 
-    def report(who, total):
-        spans, last = [], marks[0][1]
-        for name, t in marks[1:]:
-            spans.append(f"{name} {(t - last) * 1e3:.1f}")
-            last = t
-        print(f"stages ({who}, ms, synchronised): {', '.join(spans)}; in all {total * 1e3:.1f}", flush=True)
-
-    orig, call = wrapped(lm, "_model_call", "host", "model call")
-    lm._model_call = call
-    try:
+    def timed_run(who, last):
+        """One run between a "start" mark and ``last``; each stage's span (the time since the mark before)."""
         marks.clear()
         mark("start")
         lm._loglikelihood_tokens(reqs, disable_tqdm=True)
-        mark("host")
-        report("lm-eval", marks[-1][1] - marks[0][1])
-    finally:
-        del lm._model_call
-    o1, c1 = wrapped(fused, "_scores", "host before the batch", "after the head")
-    o2, c2 = wrapped(fused, "token_scores_from_hidden", "body + gather", "head")
-    o3, queued = _gpu_head.HeadFold.result, []
-    fused._scores, fused.token_scores_from_hidden = c1, c2
-    _gpu_head.HeadFold.result = lambda self: queued.append(time.perf_counter()) or o3(self)
-    tm.patch(["lm_eval"])
-    try:
-        marks.clear()
-        mark("start")
-        lm._loglikelihood_tokens(reqs, disable_tqdm=True)
-        mark("answers")
-        report("patched", marks[-1][1] - marks[0][1])
-        head = dict(marks)  # (names: the last mark of each)
-        if queued:  # (the CPU's fold has no wait of its own)
-            print(
-                f"  the head's host had queued its work {(queued[-1] - head['body + gather']) * 1e3:.1f} ms in",
-                flush=True,
-            )
-    finally:
-        tm.unpatch()
-        fused._scores, fused.token_scores_from_hidden, _gpu_head.HeadFold.result = o1, o2, o3
+        mark(last)
+        spans = [f"{n} {(t - marks[i][1]) * 1e3:.1f}" for i, (n, t) in enumerate(marks[1:])]
+        total = (marks[-1][1] - marks[0][1]) * 1e3
+        print(f"stages ({who}, ms, synchronised): {', '.join(spans)}; in all {total:.1f}", flush=True)
+
+    with wrapped(lm, "_model_call", "host", "model call"):  # (an instance attribute: the class's after)
+        timed_run("lm-eval", "host")
+    queued: list = []
+    result = _gpu_head.HeadFold.result
+    with (
+        wrapped(fused, "_scores", "host before the batch", "after the head"),
+        wrapped(fused, "token_scores_from_hidden", "body + gather", "head"),
+        mock.patch.object(
+            _gpu_head.HeadFold, "result", lambda self: queued.append(time.perf_counter()) or result(self)
+        ),
+    ):
+        tm.patch(["lm_eval"])
+        try:
+            timed_run("patched", "answers")
+        finally:
+            tm.unpatch()
+    if queued:  # (the CPU's fold has no wait of its own)
+        began = dict(marks)["body + gather"]  # (names: the last mark of each)
+        print(f"  the head's host had queued its work {(queued[-1] - began) * 1e3:.1f} ms in", flush=True)
 
 
 lm = hf.HFLM(pretrained=model, tokenizer=_tokenizer(), batch_size=batch, max_length=length)
