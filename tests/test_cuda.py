@@ -30,11 +30,15 @@ def test_kernels_under_the_cuda_simulator():
 PTX = textwrap.dedent(r"""
     import re
     import sys
+    from types import SimpleNamespace
     from numba import cuda
     try:
         from turbometrics._kernels import cuda as K
     except Exception as e:
         print("SKIP numba.cuda unusable:", e); sys.exit(3)
+    import numba.cuda.dispatcher as D
+    # device functions (device.inlined) are lowered for the current GPU's compute capability; there is none here
+    D.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
     F = {K.WIDEN_F32: ["float16", "float32"], K.WIDEN_BF16: ["uint16", "int16"], K.WIDEN_F64: ["float64"]}
     jobs = []
     for widen, types in F.items():
@@ -109,6 +113,8 @@ PTX = textwrap.dedent(r"""
             # static shared memory past 48 KiB fails at load time, not here (score_rows' exp table: 34 KiB)
             shared = sum(int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", ptx))
             assert shared <= 48 * 1024, (name, sig, cc, shared, "bytes of static shared memory")
+            # every device function inlined by NVVM (device.inlined): no call left
+            assert not re.search(r"^\s*(call|\.func)\b", ptx, re.M), (name, sig, cc, "a call")
             n += 1
     print(f"PTX OK: {n} kernel signatures for sm_80 and sm_90")
 """)

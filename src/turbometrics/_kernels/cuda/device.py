@@ -8,8 +8,8 @@ arithmetic ones under ``NUMBA_ENABLE_CUDASIM=1``, so the simulator runs every
 kernel with the same algorithm. ``TPB`` shrinks to 64 in the simulator, where
 each thread is a Python thread.
 
-Every device function here is inlined into its callers (``inline=True``: at Numba IR level), so sharing one
-across kernels, or making it once per specialisation in a factory, does not change the code they compile to.
+Every device function (``@inlined``) is inlined into its callers by NVVM, so sharing one across kernels, or
+making it once per specialisation in a factory, does not change the code they compile to.
 """
 
 from __future__ import annotations
@@ -26,6 +26,21 @@ TPB = 64 if SIM else 256  # threads per block
 WARPS = TPB // 32
 FULL = 0xFFFFFFFF
 
+
+def inlined(fn: Any) -> Any:
+    """A device function that NVVM inlines into every caller (LLVM's ``alwaysinline``: ``forceinline=True``).
+
+    Typed and lowered once per signature in a process, then linked into each kernel that calls it. Numba's
+    IR-level inlining (``inline="always"``) instead copied and re-typed the callee's IR at every call site of
+    every kernel: 2-5 s of host time per kernel at a first call, 227-236 s for the PTX of all 130 signatures
+    (31-41 s now; docs/gpu.md, "Kernels compile in a third of the time"), for the same machine code but a few
+    instructions. ``tests/test_cuda.py`` checks that no call is left. The simulator's jit takes no
+    ``forceinline``.
+    """
+    options: dict = {} if SIM else {"forceinline": True}
+    return cuda.jit(device=True, **options)(fn)
+
+
 # widening of a stored element to the type it is compared/summed in
 WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
 # bf16 rows of even length read as 32-bit words, two elements a load (nll_rows, nll_tally, fold_rows): twice
@@ -33,7 +48,7 @@ WIDEN_F32, WIDEN_BF16, WIDEN_F64 = 0, 1, 2
 WIDEN_BF16_PAIRS = 3
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def merge(m1, s1, m2, s2):
     """(max, sum exp(v - max)) of two parts; an empty part is (-inf, 0)."""
     if s2 == 0.0:
@@ -48,35 +63,35 @@ def merge(m1, s1, m2, s2):
 INT64_MAX = np.int64(2**63 - 1)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _add(a, b):
     return a + b
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _min(a, b):
     return a if a <= b else b
 
 
 if SIM:
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def fast_expf(v):
         return math.exp(v)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def bf16_to_f32(b):
         return np.array([(int(b) & 0xFFFF) << 16], np.uint32).view(np.float32)[0]
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def bits_f32(u):
         return np.array([int(u) & FULL], np.uint32).view(np.float32)[0]
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def f32_bits(v):
         return int(np.array([v], np.float32).view(np.uint32)[0])
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def f64_bits(v):
         return int(np.array([v], np.float64).view(np.int64)[0])
 
@@ -86,7 +101,7 @@ if SIM:
         group of G threads (G = 32 or TPB; buf: shared int64[TPB]), which every member gets; every thread of
         the block must call it."""
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def gfold(v, buf):
             """``op`` over each group of G threads (buf: shared int64[TPB]); every member gets it."""
             t = cuda.threadIdx.x
@@ -110,7 +125,7 @@ if SIM:
         """glse(m, s, bm, bs): the ``merge`` of each thread's (max, sum exp(v - max)) over each group of G
         threads (bm, bs: shared float64[TPB]), which every member gets; every thread of the block must call it."""
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def glse(m, s, bm, bs):
             """Log-sum-exp merge of per-thread (max, sum exp(v - max)) over each group of G threads."""
             t = cuda.threadIdx.x
@@ -133,31 +148,31 @@ if SIM:
         return glse
 else:
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def fast_expf(v):
         """ex2.approx of v * log2(e): two instructions for libdevice expf's ~17, within 2 ulp + the argument's
         rounding; the terms near the row's max, which carry the sum, are the exactly-scaled ones."""
         return cuda.libdevice.fast_expf(v)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def bf16_to_f32(b):
         return cuda.libdevice.int_as_float(int32((int32(b) & 0xFFFF) << 16))
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def bits_f32(u):
         return cuda.libdevice.int_as_float(int32(u))
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def f32_bits(v):
         return int64(cuda.libdevice.float_as_int(v)) & FULL
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def f64_bits(v):
         return cuda.libdevice.double_as_longlong(v)
 
     @cache
     def _warp_fold(op: Any) -> Any:
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def wfold(v):
             off = 16
             while off > 0:  # butterfly: every lane ends with the total
@@ -167,7 +182,7 @@ else:
 
         return wfold
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def _warp_lse(m, s):
         off = 16
         while off > 0:
@@ -183,13 +198,13 @@ else:
         wfold = _warp_fold(op)
         if G == 32:
 
-            @cuda.jit(device=True, inline=True)
+            @inlined
             def wgroup(v, buf):
                 return wfold(v)
 
             return wgroup
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def bgroup(v, buf):
             """Over the block: warp shuffles, then one shared slot per warp."""
             t = cuda.threadIdx.x
@@ -215,13 +230,13 @@ else:
         threads (bm, bs: shared float64[TPB]), which every member gets; every thread of the block must call it."""
         if G == 32:
 
-            @cuda.jit(device=True, inline=True)
+            @inlined
             def wlse(m, s, bm, bs):
                 return _warp_lse(m, s)
 
             return wlse
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def blse(m, s, bm, bs):
             t = cuda.threadIdx.x
             lane, w = t % 32, t // 32
@@ -258,18 +273,18 @@ def group_min(G: int) -> Any:
     return _group_fold(G, _min, INT64_MAX)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def exp_f64(v):
     return math.exp(v)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def lo_bf16(w):
     """The bf16 in the low half of a 32-bit word (the earlier element: little-endian), as float32."""
     return bits_f32(w << 16)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def hi_bf16(w):
     return bits_f32(w & -65536)  # 0xFFFF0000 as a signed 32-bit mask
 
@@ -278,23 +293,23 @@ def hi_bf16(w):
 # Unsigned indices (never negative here): no wraparound code per load.
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def load_bf16(x, r, j):
     return bf16_to_f32(x[uint64(r), uint64(j)])
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def load_bf16_pairs(x, r, j):  # element j: a half of word j // 2
     w = x[uint64(r), uint64(j) >> uint64(1)]
     return lo_bf16(w) if (j & 1) == 0 else hi_bf16(w)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def load_f64(x, r, j):
     return float64(x[uint64(r), uint64(j)])
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def load_f32(x, r, j):
     return float32(x[uint64(r), uint64(j)])
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, int64, uint16, uint32, uint64
+from numba import float64, int64, uint16, uint32, uint64
 
-from .device import bf16_to_f32
+from .device import bf16_to_f32, inlined
 
 SCORE_LO, SCORE_HI = 0x3B80, 0x4400
 SCORE_W = SCORE_HI - SCORE_LO
@@ -36,7 +36,7 @@ def score_table() -> np.ndarray:
     return np.array([math.exp(float(v)) for v in bits] + [math.exp(-float(v)) for v in bits])
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def table_step(b, j, m, a, s, bad, big, tab):
     """One bf16 element (bits b, int16) at index j: exp(v) added to s from the table (the polynomial below 2**-8,
     the device's exp at or below -512), the thread's max m and its first index a kept; NaN and +inf counted in

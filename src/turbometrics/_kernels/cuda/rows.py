@@ -37,6 +37,7 @@ from .device import (
     group_min,
     group_sum,
     hi_bf16,
+    inlined,
     lo_bf16,
     loader,
     merge,
@@ -71,7 +72,7 @@ def _row_of(widen: int, group: int) -> Any:
     RPB = TPB // G  # rows per block
     SPAN = 2 if widen == WIDEN_BF16_PAIRS else 1  # elements per stored item
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def row_of(x):
         """This thread's lane in its group, its row, the row count, the row length."""
         tid = cuda.threadIdx.x
@@ -80,7 +81,7 @@ def _row_of(widen: int, group: int) -> Any:
     return row_of
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def target_of(targets, mask, use_mask, ignore, use_ignore, r, rows, n):
     """Row r's target as the caller gave it, checked here so no host round trip is needed:
     (t, COUNTED) for a counted t in [0, n); (-1, NOT_COUNTED) where masked out, equal to
@@ -100,7 +101,7 @@ def _wide_loader(widen: int) -> Any:
     """``loader(widen)``'s element as float64."""
     load = loader(widen)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def load64(x, r, j):
         return float64(load(x, r, j))
 
@@ -115,7 +116,7 @@ def _lse_steps(widen: int, exact: bool = False) -> tuple[Any, Any]:
     neg = _minus_inf(WIDEN_F64 if wide else widen)
     exp_ = exp_f64 if wide else fast_expf
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def lse_step(v, m, s, bad):
         """Online log-sum-exp of one element: exp in the element's math type, sums in float64."""
         if not (v < math.inf):  # NaN or +inf
@@ -127,7 +128,7 @@ def _lse_steps(widen: int, exact: bool = False) -> tuple[Any, Any]:
             s += float64(exp_(v - m))
         return m, s, bad
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def lse_tile(v0, v1, v2, v3, m, s, bad):
         """Four elements at once: their max first (at most one rescale a tile, one branch), then four exps,
         each added to the float64 sum (float64 per element: a confident token's NLL stays exact)."""
@@ -165,7 +166,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
     gsum, glse, gfirst = group_sum(G), group_lse_merge(G), _group_first(G)
     lse_step, lse_tile = _lse_steps(widen, score)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def row_lse_pairs(x, r, lane, m, s, bad):
         """row_lse over 32-bit words of two bf16 each: four words (eight elements) in flight."""
         nw = x.shape[1]
@@ -183,7 +184,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
             j += G
         return m, s, bad
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def row_lse(x, r, lane, n, m, s, bad):
         """This thread's online (max, sum, bad count) over its strided elements of row r, four loads in flight."""
         if PAIRS:
@@ -199,7 +200,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
             j += G
         return m, s, bad
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def group_lse(x, r, lane, n, active):
         """Row r's log-sum-exp as (max, sum of exp(v - max)) in float64 and its NaN/+inf count, merged over
         the group; every thread must call it (the merge syncs the block), ``active`` ones read the row."""
@@ -215,7 +216,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
         M, S = glse(float64(m), s, bm, bs)
         return M, S, bad
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def row_score(x, r, lane, n, m, s, bad, a):
         """row_lse keeping a, the index of this thread's first element equal to its max m: its elements come in
         index order, so a later tile or element takes a only when it raises the max."""
@@ -235,7 +236,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
             j += G
         return m, s, bad, a
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def group_score(x, r, lane, n, active, bm, bs, bi):
         """group_lse's (max, sum, bad count) in float64 throughout, and the least index holding the max (INT64_MAX
         when the max is -inf); every thread must call it, ``active`` ones read the row (bm, bs: shared float64[TPB],
@@ -257,7 +258,7 @@ def _group_lse(widen: int, group: int, score: bool = False) -> Any:
 def _group_first(group: int) -> Any:
     gmin = group_min(group)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def gfirst(m, M, a, bi):
         """The least of the group's indices ``a`` whose thread's max ``m`` is the group's ``M`` (glse's max is one
         thread's own m); INT64_MAX when M is -inf (the caller's ``a < n`` leaves its argmax unset)."""
@@ -274,7 +275,7 @@ def _group_score_table(group: int) -> Any:
     gsum, glse, gfirst = group_sum(G), group_lse_merge(G), _group_first(G)
     group_score = _group_lse(WIDEN_BF16, G, True)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def group_score_table(x, r, lane, n, active, tab, bm, bs, bi):
         m = float32(-math.inf)
         a = int64(-1)
@@ -393,7 +394,7 @@ def score_rows(widen: int, group: int = TPB) -> Any:
     if widen == WIDEN_BF16 and group == TPB:  # long bf16 rows: the exp table (``exptable``)
         by_table = _group_score_table(group)
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def score(x, r, lane, n, active, table, bm, bs, bi):
             if n < exptable.SCORE_MIN_ROW:  # (the same for the whole launch)
                 return by_exp(x, r, lane, n, active, bm, bs, bi)
@@ -407,7 +408,7 @@ def score_rows(widen: int, group: int = TPB) -> Any:
 
     else:
 
-        @cuda.jit(device=True, inline=True)
+        @inlined
         def score(x, r, lane, n, active, table, bm, bs, bi):
             return by_exp(x, r, lane, n, active, bm, bs, bi)
 
@@ -437,7 +438,7 @@ def score_rows(widen: int, group: int = TPB) -> Any:
     return score_rows
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def tie_step(v, j, st, t, eb, ea):
     """A tie with the target (v == st, or both NaN) counts before or after it by index."""
     if v == st or (v != v and st != st):
@@ -455,7 +456,7 @@ def _group_rank(widen: int, group: int) -> Any:
     G = group
     load, gsum = loader(widen), group_sum(G)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def group_rank(x, r, lane, n, t, before_ge, after_ge):
         """#{j: x_j ahead of x_t} with ties counted on the sides the tie rule names.
 
@@ -551,7 +552,7 @@ def _key(widen: int) -> Any:
     """key(x, r, j, largest): top-k's order of element j of row r."""
     load = loader(widen)
 
-    @cuda.jit(device=True, inline=True)
+    @inlined
     def key(x, r, j, largest):
         """An order-preserving 32-bit key (int64): larger key = earlier in the output."""
         v = float32(load(x, r, j))
@@ -567,7 +568,7 @@ def _key(widen: int) -> Any:
     return key
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def best4(kk, j, a0, a1, a2, a3, b0, b1, b2, b3):
     """Key kk (index j) into a thread's four best, for kk > a3; on equal keys the earlier entry stays ahead."""
     if kk > a0:

@@ -21,7 +21,7 @@ import math
 
 from numba import cuda, int64
 
-from .device import f64_bits
+from .device import f64_bits, inlined
 
 TICKET, COUNTED, OUT_OF_RANGE, NAN, POS_INF, NEG_INF = range(6)
 HITS = 6  # up to four top-k hit counters
@@ -33,7 +33,7 @@ MASK32 = 0xFFFFFFFF
 MAX_ROWS = 2**30  # values an int64 digit can take (each add < 2**33)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def tally_begin(sh):
     """Zero the block's shared tally (``sh``: shared int64[WORDS]); every thread of the block calls it."""
     i = cuda.threadIdx.x
@@ -43,12 +43,12 @@ def tally_begin(sh):
     cuda.syncthreads()
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def tally_count(sh, word, n):
     cuda.atomic.add(sh, word, int64(n))
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def tally_value(sh, v):
     """Add float64 ``v`` to the block's tally: into the digits when finite, else to its NaN/+inf/-inf count."""
     if v != v:
@@ -79,7 +79,7 @@ def tally_value(sh, v):
         cuda.atomic.add(sh, d + 2, hi)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def tally_end(sh, tally, out):
     """The block's tally into the grid's, and the grid's into ``out`` (int64[WORDS]) by the last block, which
     leaves ``tally`` zero; every thread of the block calls it, after its rows are added."""

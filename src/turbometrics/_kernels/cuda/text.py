@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from numba import cuda, int32, int64
 
+from .device import inlined
 from .jit import kernel
 
 LCS_SHARED_MAX = 4095  # pairs whose shorter side is at most this keep their three diagonals in shared memory
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _lcs_wavefront(x, x0, nx, y, y0, w, buf, o):
     """LCS length of x[x0:x0 + nx] and y[y0:y0 + w] by the whole block, one anti-diagonal i + j = d a step.
 
@@ -70,7 +71,7 @@ NGRAM_SHARED_MAX = 6144  # int64 tokens of a segment (hypothesis + its reference
 # the default limit of a launch, with no static shared array in ngram_matches (one there would break it)
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _common_prefix(tok, p, q, m):
     """How many of the m tokens from p and from q agree, counted from the start (stops at the first miss)."""
     k = 0
@@ -79,7 +80,7 @@ def _common_prefix(tok, p, q, m):
     return k
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _count_at(tok, i, top, j0, j1, end, cnt):
     """cnt[n - 1] += how many n-grams equal to the one at i (n <= top) start in [j0, j1) of a sequence that
     ends at ``end``. The first tokens are compared with a register: a warp's threads read the same tok[j]
@@ -91,7 +92,7 @@ def _count_at(tok, i, top, j0, j1, end, cnt):
                 cnt[n] += 1
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_ref, out, i, step):
     """ngram_matches of segment s, whose hypothesis starts at tok[h0]: ``tok`` is the shared copy (``staged``:
     the references follow the hypothesis there, in order) or the global tokens (references found in ``meta``)."""
@@ -133,7 +134,7 @@ def _segment_matches(tok, h0, staged, meta, o_hyp, o_ref, o_seg, s, order, per_r
         i += step
 
 
-@cuda.jit(device=True, inline=True)
+@inlined
 def _stage(tok, meta, q, buf, k0):
     """Copy sequence q (tok[off[q]:off[q + 1]], off = meta[:]) to buf[k0:], by the whole block; the end in buf."""
     a, n = meta[q], meta[q + 1] - meta[q]
