@@ -3,7 +3,8 @@
 A first GPU call with an empty kernel cache compiles its kernel: numba types and lowers it, NVVM turns it into
 PTX (then the driver links it: not timed here, it needs a GPU). This times the first two steps, each run a
 fresh process, for the five kernels of ``tools/gpu_first_call.py``'s calls (perplexity f32 and bf16,
-``topk_accuracy``, ``topk``, ``Perplexity.update``), through ``cuda.compile_ptx`` for sm_90.
+``topk_accuracy``, ``topk``, ``Perplexity.update``) and the LM head's two bf16 folds (``perplexity_from_hidden``
+and lm-eval's log-likelihoods), through ``cuda.compile_ptx`` for sm_90.
 
     python tools/kernel_compile_times.py              # the kernels as they ship
     python tools/kernel_compile_times.py --ir-inline  # device functions inlined at numba IR level instead
@@ -38,6 +39,7 @@ from turbometrics._kernels import cuda as K
 
 tg = "int64[::1], uint8[::1], boolean, int64, boolean"
 tally = f"{tg}, int64[::1], int64[::1])"
+head = "[:, ::1], int64[::1], int64, float64[::1], float64[::1], int64[::1], float64[::1]"  # the head's folds
 jobs = {  # name -> (kernel, signature as the call types it, launch bounds)
     "perplexity f32 (nll_tally)": (K.nll_tally(K.WIDEN_F32, K.TPB), f"void(float32[:, ::1], {tally}", None),
     "perplexity bf16 (nll_tally)": (K.nll_tally(K.WIDEN_BF16_PAIRS, K.TPB), f"void(int32[:, ::1], {tally}", None),
@@ -54,6 +56,10 @@ jobs = {  # name -> (kernel, signature as the call types it, launch bounds)
     "Perplexity.update (nll_rows)": (
         K.nll_rows(K.WIDEN_F32, K.TPB), f"void(float32[:, ::1], {tg}, float64[::1], uint8[::1])", None
     ),
+    "perplexity_from_hidden bf16 (fold_rows)": (K.fold_rows(K.WIDEN_BF16_PAIRS, K.TPB), f"void(int32{head})", None),
+    "lm-eval bf16 (score_rows)": (
+        K.score_rows(K.WIDEN_BF16, K.TPB), f"void(int16{head}, int64[::1], float64[::1])", None
+    ),
 }
 took = {}
 for name, (kern, sig, bounds) in jobs.items():
@@ -61,6 +67,7 @@ for name, (kern, sig, bounds) in jobs.items():
     cuda.compile_ptx(kern.py_func, sig, cc=(9, 0), launch_bounds=bounds)
     took[name] = round(time.perf_counter() - t, 2)
 took["total"] = round(sum(took.values()), 2)
+took["the first five"] = round(sum(list(took.values())[:5]), 2)
 print(json.dumps(took))
 """
 

@@ -32,10 +32,10 @@ def inlined(fn: Any) -> Any:
 
     Typed and lowered once per signature in a process, then linked into each kernel that calls it. Numba's
     IR-level inlining (``inline="always"``) instead copied and re-typed the callee's IR at every call site of
-    every kernel: 2-5 s of host time per kernel at a first call, 227-236 s for the PTX of all 130 signatures
-    (31-41 s now; docs/gpu.md, "Kernels compile in a third of the time"), for the same machine code but a few
-    instructions. ``tests/test_cuda.py`` checks that no call is left. The simulator's jit takes no
-    ``forceinline``.
+    every kernel: 2-41 s of host time per kernel at a first call (lm-eval's bf16 ``score_rows`` the 41), 227-236 s
+    for the PTX of all 130 signatures (31-41 s now; docs/gpu.md, "Kernels compile 3 to 35 times faster"), for
+    the same machine code but a few instructions. ``tests/test_cuda.py`` checks that no call is left. The
+    simulator's jit takes no ``forceinline``.
     """
     options: dict = {} if SIM else {"forceinline": True}
     return cuda.jit(device=True, **options)(fn)
