@@ -1,6 +1,7 @@
 """A new process's first GPU calls, as a user's evaluation script meets them (GPU machine).
 
-Each run is a fresh Python process: the first call of each function below on small CUDA tensors, timed with
+Each run is a fresh Python process: the first call of each function below on small CUDA tensors (the LM head's
+on bf16 hidden states and weights), timed with
 the host clock (synchronised), with the compiled-kernel disk cache (``turbometrics._kernels.cuda.jit``) empty,
 then filled by that run, then switched off. Prints one line a run: each call's seconds, the total, and the
 kernels numba loaded from the cache vs compiled.
@@ -23,12 +24,17 @@ imported = time.perf_counter() - t0
 torch.cuda.init()
 x = torch.randn(64, 32000, device="cuda")
 t = torch.randint(0, 32000, (64,), device="cuda")
+h = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+w = torch.randn(32000, 256, device="cuda", dtype=torch.bfloat16)
 calls = {
     "perplexity f32": lambda: tm.perplexity(x, t),
     "perplexity bf16": lambda: tm.perplexity(x.to(torch.bfloat16), t),
     "topk_accuracy k=5": lambda: tm.topk_accuracy(x, t, k=5),
     "topk k=5": lambda: tm.topk(x, 5)[0].sum().item(),
     "Perplexity update+compute": lambda: tm.metrics.Perplexity().update(x, t).compute(),
+    # the LM head's bf16 folds: perplexity_from_hidden's fold_rows, lm-eval's score_rows (exp table: rows >= 8192)
+    "perplexity_from_hidden bf16": lambda: tm.perplexity_from_hidden(h, w, t),
+    "token_scores_from_hidden bf16": lambda: tm.token_scores_from_hidden(h, w, t),
 }
 took = {}
 for name, fn in calls.items():
@@ -40,6 +46,8 @@ for name, fn in calls.items():
 kernels = [K.nll_tally(w, g) for w in (K.WIDEN_F32, K.WIDEN_BF16_PAIRS) for g in (K.TPB, 32)]  # one-shot calls
 kernels += [K.nll_rows(K.WIDEN_F32, g) for g in (K.TPB, 32)]  # Perplexity.update
 kernels += [K.rank_tally(K.WIDEN_F32, g) for g in (K.TPB, 32)] + [K.topk_rows(K.WIDEN_F32)]
+kernels += [K.fold_rows(w_, g) for w_ in (K.WIDEN_BF16, K.WIDEN_BF16_PAIRS) for g in (K.TPB, 32)]  # the head's
+kernels += [K.score_rows(K.WIDEN_BF16, g) for g in (K.TPB, 32)]
 hits = sum(sum(k._cache_hits.values()) for k in kernels)
 misses = sum(sum(k._cache_misses.values()) for k in kernels)
 print(json.dumps({"import": round(imported, 3), **took, "total": round(sum(took.values()), 3),
