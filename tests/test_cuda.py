@@ -37,7 +37,8 @@ PTX = textwrap.dedent(r"""
     except Exception as e:
         print("SKIP numba.cuda unusable:", e); sys.exit(3)
     import numba.cuda.dispatcher as D
-    # device functions (device.inlined) are lowered for the current GPU's compute capability; there is none here
+    # device functions (device.inlined) are lowered for the current GPU's compute capability; there is none here.
+    # (numba-cuda 0.30 reads it only to lower float64 atomic.add below cc 6.0 and fastmath tanh: neither is used)
     D.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
     F = {K.WIDEN_F32: ["float16", "float32"], K.WIDEN_BF16: ["uint16", "int16"], K.WIDEN_F64: ["float64"]}
     jobs = []
@@ -113,8 +114,9 @@ PTX = textwrap.dedent(r"""
             # static shared memory past 48 KiB fails at load time, not here (score_rows' exp table: 34 KiB)
             shared = sum(int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", ptx))
             assert shared <= 48 * 1024, (name, sig, cc, shared, "bytes of static shared memory")
-            # every device function inlined by NVVM (device.inlined): no call left
-            assert not re.search(r"^\s*(call|\.func)\b", ptx, re.M), (name, sig, cc, "a call")
+            # every device function of ours inlined by NVVM (device.inlined): none left as a function (numba's
+            # mangled names; libdevice's own out-of-line helpers may stay)
+            assert not re.search(r"\.func\s*(\([^)]*\)\s*)?_ZN", ptx), (name, sig, cc, "a device function left")
             n += 1
     print(f"PTX OK: {n} kernel signatures for sm_80 and sm_90")
 """)

@@ -9,7 +9,8 @@ kernel with the same algorithm. ``TPB`` shrinks to 64 in the simulator, where
 each thread is a Python thread.
 
 Every device function (``@inlined``) is inlined into its callers by NVVM, so sharing one across kernels, or
-making it once per specialisation in a factory, does not change the code they compile to.
+making it once per specialisation in a factory, changes the code they compile to by a few instructions at most
+(but for static shared arrays: see ``inlined``).
 """
 
 from __future__ import annotations
@@ -32,10 +33,15 @@ def inlined(fn: Any) -> Any:
 
     Typed and lowered once per signature in a process, then linked into each kernel that calls it. Numba's
     IR-level inlining (``inline="always"``) instead copied and re-typed the callee's IR at every call site of
-    every kernel: 2-41 s of host time per kernel at a first call (lm-eval's bf16 ``score_rows`` the 41), 227-236 s
-    for the PTX of all 130 signatures (31-41 s now; docs/gpu.md, "Kernels compile 3 to 35 times faster"), for
-    the same machine code but a few instructions. ``tests/test_cuda.py`` checks that no call is left. The
-    simulator's jit takes no ``forceinline``.
+    every kernel: 1.7-44 s of host time per kernel at a first call (lm-eval's bf16 ``score_rows`` the 44),
+    227-236 s for the PTX of all 130 signatures (31-41 s now; docs/gpu.md, "Kernels compile 2 to 20 times
+    faster"), for the same machine code but a few instructions. ``tests/test_cuda.py`` checks that no call to
+    one is left. The simulator's jit takes no ``forceinline``.
+
+    A ``cuda.shared.array`` declared in one is a single buffer per (function, signature): every call site in a
+    kernel shares it (IR inlining gave each its own), and a kernel that reaches the function along two call
+    paths fails in NVVM (numba links its module twice: the PTX check catches it). Declare shared arrays in the
+    kernel and pass them in where a function is called more than once (``group_score`` takes them so).
     """
     options: dict = {} if SIM else {"forceinline": True}
     return cuda.jit(device=True, **options)(fn)

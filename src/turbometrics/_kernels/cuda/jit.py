@@ -1,7 +1,7 @@
 """``kernel()``: ``cuda.jit`` for our kernels, their compiled code kept on disk so a new process skips the JIT.
 
-Compiling one specialisation of a kernel (lowering, NVVM) takes 0.1-1.6 s of
-host time (``cuda.compile_ptx`` on a 2-core AMD EPYC; 2-41 s before ``device.inlined``), paid again by every
+Compiling one specialisation of a kernel (lowering, NVVM, the LTO link) takes 0.3-3.5 s of
+host time (a 2-core AMD EPYC; 1.7-44 s before ``device.inlined``), paid again by every
 process's first call: an evaluation script that uses perplexity, top-k accuracy and top-k paid several
 seconds before its first result, in each of its ranks. numba-cuda's file cache
 (``cache=True``) keeps each compiled kernel (in ``__pycache__`` beside this
