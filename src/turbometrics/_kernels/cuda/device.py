@@ -35,8 +35,8 @@ def inlined(fn: Any) -> Any:
     IR-level inlining (``inline="always"``) instead copied and re-typed the callee's IR at every call site of
     every kernel: 1.7-44 s of host time per kernel at a first call (lm-eval's bf16 ``score_rows`` the 44),
     227-236 s for the PTX of all 130 signatures (31-41 s now; docs/gpu.md, "Kernels compile 2 to 20 times
-    faster"), for the same machine code but a few instructions. ``tests/test_cuda.py`` checks that no call to
-    one is left. The simulator's jit takes no ``forceinline``.
+    faster"), for the same machine code but a few instructions. ``tests/test_cuda.py`` checks that none is left
+    out of line. The simulator's jit takes no ``forceinline``.
 
     A ``cuda.shared.array`` declared in one is a single buffer per (function, signature): every call site in a
     kernel shares it (IR inlining gave each its own), and a kernel that reaches the function along two call
