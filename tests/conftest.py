@@ -22,6 +22,20 @@ BUILD_REPORT: list[str] = []
 PATCH_REPORT: list[str] = []  # the upstream suites run against tm.patch() (tests/test_patch_upstream.py)
 
 
+# The longest tests (CI's --durations list), started first in this order. pytest-xdist deals the first quarter of
+# the tests out to its workers in turn and the rest as workers free up: collected in file order, the sanitizer
+# build (6-8 minutes) started last and ran alone for minutes at the end of CI.
+LONGEST_FIRST = ("test_sanitizers.py::", "test_cuda.py::test_kernels_under_the_cuda_simulator", "test_wheel.py::")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        name = item.nodeid.rsplit("/", 1)[-1]
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if name.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
 _REPORTS = {"gpu": GPU_REPORT, "simd": SIMD_REPORT, "build": BUILD_REPORT, "patch": PATCH_REPORT}
 
 
