@@ -87,6 +87,7 @@ def test_flattening_is_numbas():
         assert None not in convert
         ours, theirs = _launch.flatten(convert, args), numba_flat(args)
         assert _launch._same(ours, theirs), (ours, theirs)
+        assert _launch._same(_launch.flatten(convert, args), theirs)  # again, from what each array kept
         # the same bytes: each argument as cuda.core packs it (ints and bools as numba passes them)
         assert [type(v) for v in ours] == [type(v) for v in theirs]
 
@@ -100,7 +101,14 @@ def test_same_compares_ctypes_by_value():
 
 def test_marks_follow_numbas_typing():
     x = row_kernel_args()[0]
-    assert _launch._mark(x) == typeof(x, Purpose.argument)
+    assert _launch._mark(x) == str(typeof(x, Purpose.argument))
+    two_d = device_array((6, 10), np.float32)
+    arrays = [x, two_d, two_d[1:4], two_d[:, 2:5], two_d[:, ::2], device_array((3,), np.int64), two_d.reshape(60)]
+    numba_type = {id(a): typeof(a, Purpose.argument) for a in arrays}
+    for a in arrays:  # the same mark exactly where numba types the same
+        for b in arrays:
+            assert (_launch._mark(a) == _launch._mark(b)) == (numba_type[id(a)] == numba_type[id(b)])
+        assert _launch._mark(a) is _launch._mark(a)  # kept on the array
     assert _launch._mark(True) is bool and _launch._mark(3) is int and _launch._mark(np.int32(3)) is np.int32
     # left to numba: ints its C dispatcher and its Python typing type differently, arrays it views or copies
     for other in (2**63, -(2**63) - 1, 2**64, np.zeros(3), [1, 2], None):
@@ -333,3 +341,43 @@ def test_back_copies_numbas_way_where_the_one_call_cannot(monkeypatch):
     assert _gpu._back(D("one call", contiguous=False), 0) == "numba's copy" and len(raw) == 2
     monkeypatch.setattr(_gpu, "RAW_COPY", False)
     assert _gpu._back(D("one call"), 0) == "numba's copy" and len(raw) == 2
+
+
+def test_tensor_views_are_kept_by_address_and_layout(monkeypatch):
+    """``_gpu._view`` with CPU tensors standing in for CUDA ones and a stand-in numba view: a contiguous tensor's
+    view is made once (from the tensor reshaped and viewed as asked, holding no reference) and found again
+    without a tensor made; other shapes, dtypes or addresses are views of their own; a strided tensor's view is
+    of a contiguous copy, which it holds."""
+    torch = pytest.importorskip("torch")
+    from turbometrics import _gpu
+
+    made: list = []
+
+    class View:
+        def __init__(self, t, hold):
+            self.ptr, self.shape, self.dtype, self.hold = t.data_ptr(), tuple(t.shape), t.dtype, hold
+            self.contiguous = t.is_contiguous()
+            made.append(self)
+
+    monkeypatch.setattr(_gpu, "_numba", lambda t, hold=True: View(t, hold))
+    monkeypatch.setattr(_gpu, "_VIEWS", {})
+    x = torch.zeros((2, 3, 8), dtype=torch.bfloat16, requires_grad=True)  # detached before viewing
+    v = _gpu._view(x, (6, 8), torch.int16)
+    assert (v.ptr, v.shape, v.dtype, v.hold, v.contiguous) == (x.data_ptr(), (6, 8), torch.int16, False, True)
+    reshape, kept = torch.Tensor.reshape, [False]
+
+    def no_tensor_for_a_kept_view(t, *shape):
+        assert not kept[0], "a tensor made for a kept view"
+        return reshape(t, *shape)
+
+    monkeypatch.setattr(torch.Tensor, "reshape", no_tensor_for_a_kept_view)
+    kept[0] = True
+    assert _gpu._view(x, (6, 8), torch.int16) is v and len(made) == 1
+    kept[0] = False
+    assert _gpu._view(x, (6, 8)).dtype == torch.bfloat16 and _gpu._view(x, (48,)).shape == (48,)
+    assert _gpu._view(x[1:], (3, 8), torch.int16).ptr == x[1:].data_ptr()  # a row range: its own address
+    assert len(made) == 4
+    strided = torch.arange(12.0).reshape(3, 4).T  # (4, 3), not contiguous
+    c = _gpu._view(strided, (12,))
+    assert c.hold and c.contiguous and c.ptr != strided.data_ptr() and len(made) == 5
+    assert _gpu._view(strided, (12,)) is not c  # a copy is never kept

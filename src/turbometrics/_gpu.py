@@ -12,6 +12,7 @@ the device). Kernels and copies queue on the caller's current torch/CuPy stream,
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -134,21 +135,24 @@ def _numba(a: Any, hold: bool = True) -> Any:
 _VIEWS: dict = {}  # (device, address, shape, dtype) -> numba's view of a torch tensor, holding no reference to it
 
 
-def _view(t: Any, given: Any) -> Any:
-    """numba's view of ``t``, a contiguous CUDA tensor made from ``given``, the caller's tensor.
+def _view(x: Any, shape: tuple, dtype: Any = None) -> Any:
+    """numba's view of ``x``, a CUDA tensor, as a C-contiguous array of ``shape`` (of ``x``'s size), viewed as
+    ``dtype`` (of ``x``'s item size) if given.
 
     numba builds one in about 35 us (H200); the caller's tensors (logits, targets) come back at the same
-    address call after call, so views of memory that ``given`` holds for the call are kept by address and
-    layout, holding no reference (they never keep memory alive; torch frees on the stream's order). When
-    ``t`` is a copy (a CPU tensor moved over, a non-contiguous one made contiguous) its view holds it."""
-    if t.data_ptr() != given.data_ptr():
-        return _numba(t)
-    key = (t.device.index, t.data_ptr(), t.shape, t.dtype)
+    address call after call, so views of a contiguous ``x`` are kept by address and layout, holding no
+    reference (they never keep memory alive; torch frees on the stream's order), and a call that finds one
+    makes no tensor either. The view of a contiguous copy (of a strided ``x``) holds the copy."""
+    if not x.is_contiguous():
+        t = x.detach().reshape(shape)
+        return _numba((t if dtype is None else t.view(dtype)).contiguous())
+    key = (x.device.index, x.data_ptr(), shape, x.dtype if dtype is None else dtype)
     v = _VIEWS.get(key)
     if v is None:
+        t = x.detach().reshape(shape)
         if len(_VIEWS) >= 64:
             _VIEWS.clear()
-        v = _VIEWS[key] = _numba(t, hold=False)
+        v = _VIEWS[key] = _numba(t if dtype is None else t.view(dtype), hold=False)
     return v
 
 
@@ -178,25 +182,26 @@ def device_rows(x: Any, name: str) -> Rows:
     if is_torch(x) and not (K.SIM and x.device.type == "cpu"):  # the simulator has no CUDA torch: host path
         import torch
 
-        t = x.detach()
-        host_torch = t.device.type == "cpu"
-        if host_torch:
-            t = t.cuda()
-        bf16 = t.dtype == torch.bfloat16
-        _validate.check_torch_float(t, name)
-        lead, c = _validate.check_rows_shape(t.shape, name)
-        t = t.reshape(-1, c)
-        t = (t.view(torch.int16) if bf16 else t).contiguous()
-        widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if t.dtype == torch.float64 else K.WIDEN_F32
+        host_torch = x.device.type == "cpu"
+        bf16 = x.dtype == torch.bfloat16
+        _validate.check_torch_float(x, name)
+        lead, c = _validate.check_rows_shape(x.shape, name)
+        shape = (math.prod(lead), c)
+        if host_torch:  # the copy on the GPU, held by its view
+            t = x.detach().reshape(shape).cuda()
+            data, device = _numba((t.view(torch.int16) if bf16 else t).contiguous()), t.device
+        else:
+            data, device = _view(x, shape, torch.int16 if bf16 else None), x.device
+        widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if x.dtype == torch.float64 else K.WIDEN_F32
         return Rows(
-            _view(t, x),
+            data,
             widen,
             lead,
             "host" if host_torch else "torch",
             bf16,
             host_torch,
-            torch_device=t.device,
-            stream=_stream(torch.cuda.current_stream(t.device).cuda_stream),
+            torch_device=device,
+            stream=_torch_stream(device),
         )
     if is_device_array(x):
         d = x if is_numba_device(x) else _numba(x)
@@ -235,6 +240,15 @@ def _stream(ptr: int) -> Any:
             _STREAMS.clear()
         _STREAMS[ptr] = _cuda()[0].external_stream(ptr)
     return _STREAMS[ptr]
+
+
+def _torch_stream(device: Any) -> Any:
+    """``_stream`` of torch's current stream on ``device`` (a CUDA torch.device), by the call Triton and Inductor
+    make for it: ``torch.cuda.current_stream`` builds a Stream object first."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return _stream(raw(device.index) if raw is not None else torch.cuda.current_stream(device).cuda_stream)
 
 
 RAW_COPY = os.environ.get("TURBOMETRICS_RAW_COPY", "1") != "0"  # _back in one driver call (0: numba's copy)
@@ -289,9 +303,7 @@ def _tokens(tok: Any) -> tuple:
     tensors, the simulator's) uploaded."""
     if is_torch(tok):
         if tok.device.type == "cuda":
-            import torch
-
-            return _numba(tok.contiguous()), _stream(torch.cuda.current_stream(tok.device).cuda_stream), tok.device
+            return _numba(tok.contiguous()), _torch_stream(tok.device), tok.device
         tok = tok.numpy()
     return _cuda()[0].to_device(np.ascontiguousarray(tok)), 0, None
 
@@ -398,8 +410,7 @@ def _flat_on_device(x: Any, rows: Rows, dtypes: tuple):
             return None
         import torch
 
-        t = x.detach().reshape(-1)
-        return _view((t.view(torch.uint8) if t.dtype == torch.bool else t).contiguous(), x)
+        return _view(x, (x.numel(),), torch.uint8 if x.dtype == torch.bool else None)
     if rows.torch_device is not None:
         return None
     d = x if is_numba_device(x) else _numba(x)

@@ -54,12 +54,15 @@ def _tally_sum(words: np.ndarray) -> float:
     """The tally's exact float64 sum, rounded once (``_exact.exact_sum``'s bits: NaN for NaN or both
     infinities, else ±inf for an infinity)."""
     T = _gpu._kernels().tally
-    if words[T.NAN] or (words[T.POS_INF] and words[T.NEG_INF]):
+    w = words.tolist()  # Python ints: a call's few words cost less host time so than as NumPy scalars
+    if w[T.NAN] or (w[T.POS_INF] and w[T.NEG_INF]):
         return math.nan
-    if words[T.POS_INF] or words[T.NEG_INF]:
-        return math.inf if words[T.POS_INF] else -math.inf
-    digits = words[T.DIGITS :]
-    total = sum(int(digits[i]) << (32 * int(i)) for i in np.flatnonzero(digits))
+    if w[T.POS_INF] or w[T.NEG_INF]:
+        return math.inf if w[T.POS_INF] else -math.inf
+    total = 0
+    for i, digit in enumerate(w[T.DIGITS :]):
+        if digit:
+            total += digit << (32 * i)
     return _ratio(total, -1074)
 
 

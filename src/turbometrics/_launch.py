@@ -46,25 +46,43 @@ def clear() -> None:
     _KINDS.clear()
     _CONFIGS.clear()
     _STREAMS.clear()
+    _CORE.clear()
 
 
 _OTHER = object()  # the mark of an argument left to numba: its kind is never learned
 
 
 def _mark(a: Any) -> Any:
-    """What numba's typing of ``a`` depends on: a numba device array's numba type, a scalar's type; ``_OTHER``
-    for anything else (CuPy or torch arrays, host arrays, ints outside int64, which numba's C dispatcher and
-    its Python typing type differently)."""
+    """What numba's typing of ``a`` depends on: a numba device array's numba type (by its name, kept on the array:
+    a string keeps its hash, and a call's key hashes one a launch), a scalar's type; ``_OTHER`` for anything else
+    (CuPy or torch arrays, host arrays, ints outside int64, which numba's C dispatcher and its Python typing type
+    differently)."""
     t = type(a)
     if t is int:
         return int if _INT64[0] <= a < _INT64[1] else _OTHER
     if t is bool or t is float or isinstance(a, np.generic):
         return t
-    return getattr(a, "_numba_type_", _OTHER) if hasattr(a, "__cuda_memory__") else _OTHER
+    if not hasattr(a, "__cuda_memory__"):
+        return _OTHER
+    kept = getattr(a, "__dict__", {})
+    mark = kept.get("_tm_mark")
+    if mark is None:
+        numba_type = getattr(a, "_numba_type_", None)
+        if numba_type is None:
+            return _OTHER
+        mark = kept["_tm_mark"] = str(numba_type)  # dtype, dimensions, layout and flags
+    return mark
 
 
 def _array_args(a: Any, out: list) -> None:
-    out += (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0, *a.shape, *a.strides)
+    """A numba device array's flat arguments, made once an array (its memory and layout never change)."""
+    kept = getattr(a, "__dict__", {})
+    flat = kept.get("_tm_flat")
+    if flat is None:
+        flat = kept["_tm_flat"] = (
+            0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0, *a.shape, *a.strides
+        )  # fmt: skip
+    out += flat
 
 
 def _converter(ty: Any) -> Any:
@@ -129,6 +147,17 @@ def _learn(dispatcher: Any, device: int, args: tuple) -> Any:
     return kernel._codelibrary.get_cufunc().kernel, convert
 
 
+_CORE: list = []  # [cuda.core's launch], imported at the first direct launch
+
+
+def _core_launch() -> Any:
+    if not _CORE:
+        from cuda.core import launch
+
+        _CORE.append(launch)
+    return _CORE[0]
+
+
 def _config(grid: Any, block: Any, shared: int) -> Any:
     key = (grid, block, shared)
     c = _CONFIGS.get(key)
@@ -163,9 +192,7 @@ def launch(dispatcher: Any, grid: Any, block: Any, stream: Any, args: tuple, dev
         key = (dispatcher, device, tuple(_mark(a) for a in args))
         kind = _KINDS.get(key, False)
         if kind:
-            from cuda.core import launch as core_launch
-
-            core_launch(_stream(stream), _config(grid, block, shared), kind[0], *flatten(kind[1], args))
+            _core_launch()(_stream(stream), _config(grid, block, shared), kind[0], *flatten(kind[1], args))
             return
         if kind is False and _OTHER not in key[2]:  # the first of its kind: numba's launch, then learn from it
             dispatcher[grid, block, stream, shared](*args)
