@@ -1,6 +1,7 @@
 """Build the Cython/C++ extensions; all metadata lives in pyproject.toml."""
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from setuptools.command.build_ext import build_ext
 # -ffp-contract=off: no fused multiply-adds behind our back, so every SIMD path
 # (and every compiler) rounds the same operations and gives the same bits.
 # TURBOMETRICS_OPT replaces -O3 (the sanitizer build uses -O1, as OSS-Fuzz does: the same checks, compiled
-# 2.5x faster); user CXXFLAGS cannot, since setuptools puts them before these.
-OPT = [os.environ.get("TURBOMETRICS_OPT", "-O3"), "-g0", "-std=c++17", "-ffp-contract=off", "-Wno-psabi"]
+# 2.5x faster); user CXXFLAGS cannot, since setuptools puts them before these. Not on Windows (CLANG_CL_OPT).
+OPT = [*shlex.split(os.environ.get("TURBOMETRICS_OPT") or "-O3")]
+OPT += ["-g0", "-std=c++17", "-ffp-contract=off", "-Wno-psabi"]
 # Text kernels: loops at 32-byte boundaries, so that an unrelated change cannot move a hot loop (TER's DP)
 # off them and slow it down (docs/performance.md, "Measurements behind the kernels").
 TEXT_OPT = ["-falign-loops=32"]

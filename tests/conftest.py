@@ -24,7 +24,7 @@ PATCH_REPORT: list[str] = []  # the upstream suites run against tm.patch() (test
 
 # The longest tests (CI's --durations list), started first in this order. pytest-xdist deals the first quarter of
 # the tests out to its workers in turn and the rest as workers free up: collected in file order, the sanitizer
-# build (6-8 minutes) started last and ran alone for minutes at the end of CI.
+# build (6-8 minutes at -O3) started last and ran alone for minutes at the end of CI.
 LONGEST_FIRST = ("test_sanitizers.py::", "test_cuda.py::test_kernels_under_the_cuda_simulator", "test_wheel.py::")
 
 

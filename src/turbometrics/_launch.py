@@ -52,6 +52,13 @@ def clear() -> None:
 _OTHER = object()  # the mark of an argument left to numba: its kind is never learned
 
 
+def _kept(a: Any) -> dict:
+    """Where an array keeps its mark and flat arguments: a numba device array's ``__dict__`` (its memory and
+    layout are set when it is made); a throwaway dict for others (mapped and managed arrays are NumPy arrays,
+    whose shape can be set in place)."""
+    return {} if isinstance(a, np.ndarray) else getattr(a, "__dict__", {})
+
+
 def _mark(a: Any) -> Any:
     """What numba's typing of ``a`` depends on: a numba device array's numba type (by its name, kept on the array:
     a string keeps its hash, and a call's key hashes one a launch), a scalar's type; ``_OTHER`` for anything else
@@ -64,7 +71,7 @@ def _mark(a: Any) -> Any:
         return t
     if not hasattr(a, "__cuda_memory__"):
         return _OTHER
-    kept = getattr(a, "__dict__", {})
+    kept = _kept(a)
     mark = kept.get("_tm_mark")
     if mark is None:
         numba_type = getattr(a, "_numba_type_", None)
@@ -75,8 +82,8 @@ def _mark(a: Any) -> Any:
 
 
 def _array_args(a: Any, out: list) -> None:
-    """A numba device array's flat arguments, made once an array (its memory and layout never change)."""
-    kept = getattr(a, "__dict__", {})
+    """A numba device array's flat arguments, made once an array (``_kept``)."""
+    kept = _kept(a)
     flat = kept.get("_tm_flat")
     if flat is None:
         flat = kept["_tm_flat"] = (
