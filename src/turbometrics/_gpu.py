@@ -144,16 +144,20 @@ def _view(x: Any, shape: tuple, dtype: Any = None) -> Any:
     reference (they never keep memory alive; torch frees on the stream's order), and a call that finds one
     makes no tensor either. The view of a contiguous copy (of a strided ``x``) holds the copy."""
     if not x.is_contiguous():
-        t = x.detach().reshape(shape)
-        return _numba((t if dtype is None else t.view(dtype)).contiguous())
+        return _numba(_reshaped(x, shape, dtype).contiguous())
     key = (x.device.index, x.data_ptr(), shape, x.dtype if dtype is None else dtype)
     v = _VIEWS.get(key)
     if v is None:
-        t = x.detach().reshape(shape)
         if len(_VIEWS) >= 64:
             _VIEWS.clear()
-        v = _VIEWS[key] = _numba(t if dtype is None else t.view(dtype), hold=False)
+        v = _VIEWS[key] = _numba(_reshaped(x, shape, dtype), hold=False)
     return v
+
+
+def _reshaped(x: Any, shape: tuple, dtype: Any = None) -> Any:
+    """``x`` detached (numba cannot view a tensor that requires grad), as ``shape``, viewed as ``dtype`` if given."""
+    t = x.detach().reshape(shape)
+    return t if dtype is None else t.view(dtype)
 
 
 @dataclass
@@ -188,8 +192,8 @@ def device_rows(x: Any, name: str) -> Rows:
         lead, c = _validate.check_rows_shape(x.shape, name)
         shape = (math.prod(lead), c)
         if host_torch:  # the copy on the GPU, held by its view
-            t = x.detach().reshape(shape).cuda()
-            data, device = _numba((t.view(torch.int16) if bf16 else t).contiguous()), t.device
+            t = _reshaped(x, shape, torch.int16 if bf16 else None).cuda()
+            data, device = _numba(t.contiguous()), t.device
         else:
             data, device = _view(x, shape, torch.int16 if bf16 else None), x.device
         widen = K.WIDEN_BF16 if bf16 else K.WIDEN_F64 if x.dtype == torch.float64 else K.WIDEN_F32
