@@ -768,16 +768,24 @@ def ngram_matches(
         return np.zeros(shape, np.int64)
     d_tok, stream, dev = _tokens(tok)
     meta = np.concatenate([off, hyp, ref_seq, seg]).astype(np.int64)  # one upload (see the kernel)
-    o_hyp, o_ref, o_seg = len(off), len(off) + len(hyp), len(off) + len(hyp) + len(ref_seq)
     lens = np.diff(off)
     ref_sum = np.concatenate([[0], np.cumsum(lens[ref_seq])])
     widest = int((lens[hyp] + ref_sum[seg[1:]] - ref_sum[seg[:-1]]).max())  # a segment's tokens, all sides
-    staged = widest <= K.NGRAM_SHARED_MAX
     out = _alloc(shape, np.int64, dev, stream, zero=True)
-    longest = int(lens[hyp].max())
-    threads = _threads(longest, NGRAM_THREADS)
-    parts = max(1, min(-(-longest // threads), -(-NGRAM_BLOCKS // len(hyp))))  # blocks a segment: a thread a position
-    K.ngram_matches[(len(hyp), parts), threads, stream, 8 * widest if staged else 0](
-        d_tok, _put(meta, dev, stream), o_hyp, o_ref, o_seg, order, per_ref, staged, out
-    )
+    layout = (len(off), len(hyp), len(ref_seq))
+    ngram_launch(d_tok, _put(meta, dev, stream), layout, widest, int(lens[hyp].max()), order, per_ref, out, stream)
     return _back(out, stream)
+
+
+def ngram_launch(d_tok, d_meta, layout: tuple, widest: int, longest: int, order: int, per_ref: bool, out, stream):
+    """Queue the n-gram kernel on ``stream``: ``d_meta`` laid out as ``ngram_matches``' (``layout``: how many
+    offsets, hypotheses and references it holds), ``widest`` and ``longest`` at least a segment's tokens (all
+    sides) and a hypothesis's: exact on the host path, the padded widths where the lengths stay on the device."""
+    K = _kernels()
+    n_off, n_hyp, n_ref = layout
+    staged = widest <= K.NGRAM_SHARED_MAX
+    threads = _threads(longest, NGRAM_THREADS)
+    parts = max(1, min(-(-longest // threads), -(-NGRAM_BLOCKS // n_hyp)))  # blocks a segment: a thread a position
+    K.ngram_matches[(n_hyp, parts), threads, stream, 8 * widest if staged else 0](
+        d_tok, d_meta, n_off, n_off + n_hyp, n_off + n_hyp + n_ref, order, per_ref, staged, out
+    )

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate
 from .._ext import _text
-from .._metric import Metric, Plan, Signature, column_sums, concat, one_score
+from .._metric import Metric, Pending, Plan, Signature, _reading, column_sums, concat, one_score
 from .external_tokenizers import external
 from .token_ids import (
     as_sequences,
@@ -268,14 +268,31 @@ class BLEU(Metric):
         )
         self.reset()
 
-    def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None):
+    def _last_ids(self) -> bool | None:
+        """Whether the last update held token IDs (None before any): pending chunks count (only token IDs
+        on a GPU pend), failed ones do not."""
+        for _, item in reversed(self.__dict__.get("_pending") or []):
+            if isinstance(item, Pending):
+                return True
+            if isinstance(item, tuple):
+                return bool(item[2])
+        return self._ids[-1] if self._ids else None
+
+    def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None, later=True):
         ids = is_token_input(hypotheses)
-        if self._ids and self._ids[-1] != ids:
+        last = self._last_ids()
+        if last is not None and last != ids:
             raise ValueError(
-                f"this BLEU holds statistics of {'token IDs' if self._ids[-1] else 'text'}; "
+                f"this BLEU holds statistics of {'token IDs' if last else 'text'}; "
                 f"{'token IDs' if ids else 'text'} make another corpus (reset() or a new BLEU)"
             )
         if ids:
+            if later and on_gpu(hypotheses, device):  # torch tensors on a GPU: no host wait in update
+                from .._gpu_token_ids import bleu_later
+
+                pending = bleu_later(hypotheses, references, pad_id, self._order)
+                if pending is not None:
+                    return pending
             return (*self._stats_ids(hypotheses, references, num_threads, pad_id, device), True)
         if pad_id is not None:
             raise TypeError("pad_id applies to token-ID input; the hypotheses are text")
@@ -338,16 +355,26 @@ class BLEU(Metric):
         device: str | None = None,
     ) -> BLEU:
         """Add segments: hypotheses and reference streams (or ``PreparedReferences``), or token IDs with
-        ``pad_id`` (``device="cuda"``, or IDs on a GPU: counted there), as ``corpus_bleu``."""
+        ``pad_id`` (``device="cuda"``, or IDs on a GPU: counted there), as ``corpus_bleu``. Token IDs in
+        torch tensors on a GPU ((B, L) hypotheses, (B, L) or (B, R, L) references, on one device) are counted
+        without a host wait: ``update`` returns once the work is queued, and the first state reader
+        (``compute``, ``segment_scores``, a merge...) waits, raising there what the update would have
+        (negative token IDs), naming that update."""
         return self._fold(self._stats(hypotheses, references, num_threads, pad_id, device))
+
+    def _now(self, hypotheses, references, num_threads, pad_id) -> BLEU:
+        """``update`` waiting for the device: the one-shot functions' (their errors raised as they are)."""
+        return self._fold(self._stats(hypotheses, references, num_threads, pad_id, later=False))
 
     def _all_rows(self) -> np.ndarray:
         return concat(self._rows, (0, 2 + 2 * self._order), np.int64)
 
+    @_reading
     def segment_statistics(self) -> np.ndarray:
         """[hyp_len, ref_len, correct_1..N, total_1..N] per segment (int64, a copy)."""
         return self._all_rows().copy()
 
+    @_reading
     def segment_scores(self) -> np.ndarray:
         """Sentence BLEU of every segment (float64), as ``segment_bleu``."""
         return self._scores(self._all_rows())
@@ -357,9 +384,10 @@ class BLEU(Metric):
             np.ascontiguousarray(rows), self._order, self._code, float(self._value or 0.0), self.effective_order
         )
 
+    @_reading
     def signature(self) -> Signature:
         """sacrebleu's signature of this metric over the segments seen so far."""
-        sig = self._ids_signature if self._ids and self._ids[-1] else self._signature
+        sig = self._ids_signature if self._last_ids() else self._signature
         return Signature(f"nrefs:{combine_nrefs(self._nrefs)}|{sig}")
 
     def compute(self) -> BLEUScore:
@@ -470,7 +498,7 @@ def corpus_bleu(
     """
     return (
         BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
-        .update(hypotheses, references, num_threads=num_threads, pad_id=pad_id)
+        ._now(hypotheses, references, num_threads, pad_id)
         .compute()
     )
 
@@ -515,7 +543,7 @@ def sentence_bleu(
     """
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
     if is_token_sequence(hypothesis):  # token IDs
-        return m.update([hypothesis], [references], num_threads=1, pad_id=pad_id).compute()
+        return m._now([hypothesis], [references], 1, pad_id).compute()
     return m.update(*_validate.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 
@@ -558,7 +586,7 @@ def segment_bleu(
     """
     scores = (
         BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
-        .update(hypotheses, references, num_threads=num_threads, pad_id=pad_id)
+        ._now(hypotheses, references, num_threads, pad_id)
         .segment_scores()
     )
     return like_input(scores, hypotheses)  # on the device for device token IDs

@@ -1,0 +1,166 @@
+"""``metrics.BLEU.update`` on token IDs in torch tensors on a GPU returns without a host wait (issue 41): the pads
+removed, the lengths and the statistics made on the device (``_gpu_token_ids``), the rows copied back behind an
+event. The simulator runs the same torch operations on CPU tensors (``device="cuda"``); ``BleuLater.ready`` is
+patched to say "not yet" where a test needs the chunks to stay pending. On a real GPU the last test checks, with
+a long kernel queued first and torch's sync debug mode on, that ``update`` does not wait for the device.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from numba import config
+
+import turbometrics as tm
+from turbometrics import _gpu_token_ids
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+PAD = -1
+
+
+@pytest.fixture
+def not_ready(monkeypatch):
+    monkeypatch.setattr(_gpu_token_ids.BleuLater, "ready", lambda self: False)
+
+
+def on(a):
+    """A tensor where the GPU path takes it: on the GPU, or (the simulator) on the CPU."""
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t if config.ENABLE_CUDASIM else t.cuda()
+
+
+def batch(rng, b=6, r=3, width=14, vocab=4, pad=PAD):
+    """(hypotheses (b, width), references (b, r, width)) with pads anywhere, an empty hypothesis, a segment with
+    one reference left (the others all pads: absent) and a segment whose references are all pads (one empty)."""
+    hyp = rng.integers(0, vocab, (b, width))
+    ref = rng.integers(0, vocab, (b, r, width))
+    if pad is not None:
+        hyp[rng.random(hyp.shape) < 0.3] = pad
+        ref[rng.random(ref.shape) < 0.3] = pad
+        hyp[min(3, b - 1)] = pad
+        if r > 1:
+            ref[min(1, b - 1), 1:] = pad
+        ref[min(2, b - 1)] = pad
+    return hyp, ref
+
+
+def same_as_host(m, host):
+    np.testing.assert_array_equal(m.segment_statistics(), host.segment_statistics())
+    np.testing.assert_array_equal(m.segment_scores(), host.segment_scores())
+    assert str(m.compute()) == str(host.compute())
+    assert m.signature() == host.signature()
+
+
+@pytest.mark.parametrize("pad", [PAD, None])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_pending_bleu_updates_give_the_host_paths_statistics(rng, not_ready, pad, dtype):
+    for order in (1, 4, 7):
+        m, host = tm.metrics.BLEU(max_ngram_order=order), tm.metrics.BLEU(max_ngram_order=order)
+        shapes = [(6, 3, 14), (1, 1, 5), (4, 2, 9), (3, 1, 0)]  # (b, r, width); the last: empty references
+        for i, (b, r, width) in enumerate(shapes):
+            hyp, ref = batch(rng, b, r, width or 8, pad=pad)
+            ref = ref[:, :, :width]
+            refs = ref[:, 0] if i == 1 else ref  # (B, L) references too
+            m.update(on(hyp.astype(dtype)), on(refs.astype(dtype)), pad_id=pad, device="cuda")
+            host.update(hyp, refs, pad_id=pad)
+        assert len(m._pending) == len(shapes)
+        assert all(isinstance(item, _gpu_token_ids.BleuLater) for _, item in m._pending)
+        same_as_host(m, host)
+
+
+def test_nrefs_is_var_when_segments_keep_different_reference_counts(rng, not_ready):
+    hyp, ref = batch(rng)
+    m = tm.metrics.BLEU().update(on(hyp), on(ref), pad_id=PAD, device="cuda")
+    host = tm.metrics.BLEU().update(hyp, ref, pad_id=PAD)
+    assert "nrefs:var" in str(host.signature())
+    same_as_host(m, host)
+
+
+def test_pending_bleu_merges_pickles_and_resamples_as_the_host_path(rng, not_ready):
+    hyp, ref = batch(rng, b=8)
+    host = tm.metrics.BLEU().update(hyp, ref, pad_id=PAD)
+
+    def pending():
+        return tm.metrics.BLEU().update(on(hyp[:5]), on(ref[:5]), pad_id=PAD, device="cuda")
+
+    rest = tm.metrics.BLEU().update(hyp[5:], ref[5:], pad_id=PAD)
+    same_as_host(pending() + rest, host)
+    same_as_host(pickle.loads(pickle.dumps(pending().merge(rest))), host)
+    got = tm.bootstrap_ci(pending().merge(rest), n_resamples=30, seed=3)
+    want = tm.bootstrap_ci(host, n_resamples=30, seed=3)
+    assert (got.low, got.high) == (want.low, want.high)
+    m = pending()
+    m.reset()
+    assert not m._pending and m.segment_statistics().shape[0] == 0
+
+
+@pytest.mark.parametrize("side", ["hypotheses", "references"])
+def test_negative_token_ids_found_later_name_their_update(rng, not_ready, side):
+    hyp, ref = batch(rng)
+    bad_hyp, bad_ref = hyp.copy(), ref.copy()
+    if side == "hypotheses":
+        bad_hyp[0, 2] = -5
+    else:
+        bad_ref[4, 0, 1] = -5
+    m = tm.metrics.BLEU()
+    for h, r in ((hyp, ref), (bad_hyp, bad_ref), (hyp[:2], ref[:2])):
+        m.update(on(h), on(r), pad_id=PAD, device="cuda")  # every update returns: nothing was read yet
+    with pytest.raises(ValueError, match=rf"update #2 of this BLEU .*{side}: token IDs must be >= 0 .*found -5"):
+        m.compute()
+    same_as_host(m, tm.metrics.BLEU().update(hyp, ref, pad_id=PAD).update(hyp[:2], ref[:2], pad_id=PAD))
+
+
+def test_text_after_pending_token_ids_is_refused(rng, not_ready):
+    hyp, ref = batch(rng)
+    m = tm.metrics.BLEU().update(on(hyp), on(ref), pad_id=PAD, device="cuda")
+    with pytest.raises(ValueError, match="holds statistics of token IDs"):
+        m.update(["a b"], [["a b"]])
+
+
+def test_other_inputs_and_one_shot_calls_stay_synchronous(rng, monkeypatch):
+    hyp, ref = batch(rng)
+    taken = []
+    real = _gpu_token_ids.BleuLater.__init__
+    monkeypatch.setattr(_gpu_token_ids.BleuLater, "__init__", lambda self, *a: taken.append(1) or real(self, *a))
+    for h, r in (
+        (list(hyp), list(ref)),  # lists of sequences
+        (hyp, ref),  # host arrays
+        (on(hyp), ref),  # references on the host
+        (on(hyp.astype(np.uint64) * 0), on(ref.astype(np.uint64) * 0)),  # uint64: checked on the host
+    ):
+        tm.metrics.BLEU().update(h, r, pad_id=PAD, device="cuda")
+    tm.metrics.BLEU(max_ngram_order=17).update(on(hyp), on(ref), pad_id=PAD, device="cuda")  # past the kernel's
+    assert not taken
+    bad = hyp.copy()
+    bad[0, 0] = -7
+    for call in (
+        lambda: tm.corpus_bleu(on(bad), on(ref), pad_id=PAD),
+        lambda: tm.segment_bleu(on(bad), on(ref), pad_id=PAD),
+    ):
+        with pytest.raises(ValueError, match=r"^hypotheses: token IDs must be >= 0"):  # the host path's words
+            call()
+    assert tm.corpus_bleu(on(hyp), on(ref), pad_id=PAD).score == tm.corpus_bleu(hyp, ref, pad_id=PAD).score
+    assert not taken
+
+
+def test_bleu_update_does_not_wait_for_the_gpu(rng):
+    if config.ENABLE_CUDASIM:  # a real GPU's test (the simulator runs every kernel at once; its suite allows no skip)
+        return
+    hyp, ref = batch(rng, b=64, r=2, width=200, vocab=50)
+    host = tm.metrics.BLEU().update(hyp, ref, pad_id=PAD)
+    h, r = on(hyp), on(ref)
+    tm.metrics.BLEU().update(h, r, pad_id=PAD).compute()  # the kernel compiled, torch's pinned pool warm
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):  # the default stream and a side stream
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            m = tm.metrics.BLEU()
+            torch.cuda._sleep(2_000_000_000)  # about a second of GPU time queued before the update
+            torch.cuda.set_sync_debug_mode("error")  # any torch call that waits for the GPU raises
+            try:
+                m.update(h, r, pad_id=PAD)
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+            assert not stream.query(), "update waited for the GPU"
+            assert len(m._pending) == 1
+            same_as_host(m, host)
