@@ -741,16 +741,24 @@ def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndar
     db = da if b is a else _tokens(b)[0]
     side = np.minimum(np.asarray(a_end) - a_start, np.asarray(b_end) - b_start)  # the wavefront's columns
     widest = int(side.max())
-    if widest <= K.LCS_SHARED_MAX:  # three diagonals of int32 in shared memory
-        scratch_off, scratch, shared = np.zeros(n, np.int64), _alloc(0, np.int32, dev, stream), 12 * (widest + 1)
+    if widest <= K.LCS_SHARED_MAX:  # three diagonals of int32 in shared memory (lcs_launch)
+        scratch_off, scratch = np.zeros(n, np.int64), _alloc(0, np.int32, dev, stream)
     else:
         scratch_off = np.concatenate([[0], np.cumsum(3 * (side + 1))])
-        scratch, shared = _alloc(int(scratch_off[-1]), np.int32, dev, stream), 0
+        scratch = _alloc(int(scratch_off[-1]), np.int32, dev, stream)
     spans = _put(np.concatenate([a_start, a_end, b_start, b_end, scratch_off[:n]]).astype(np.int64), dev, stream)
     out = _alloc(n, np.int64, dev, stream)
-    threads = _threads(widest, K.TPB)
-    K.lcs_pairs[n, threads, stream, shared](da, db, spans, scratch, out)
+    lcs_launch(da, db, spans, scratch, out, n, widest, stream)
     return _back(out, stream)
+
+
+def lcs_launch(da, db, d_spans, scratch, out, n: int, widest: int, stream) -> None:
+    """Queue the LCS kernel for ``n`` pairs on ``stream``: ``d_spans`` as ``lcs`` lays them out, ``widest`` at least
+    every pair's shorter side (exact on the host path, the padded width where the lengths stay on the device);
+    three diagonals of it in shared memory up to LCS_SHARED_MAX, else in ``scratch`` at the spans' offsets."""
+    K = _kernels()
+    shared = 12 * (widest + 1) if widest <= K.LCS_SHARED_MAX else 0
+    K.lcs_pairs[n, _threads(widest, K.TPB), stream, shared](da, db, d_spans, scratch, out)
 
 
 def ngram_matches(

@@ -1,20 +1,23 @@
-"""Token-ID BLEU statistics of torch tensors on a GPU without a host wait: ``metrics.BLEU.update`` given
-(B, L) hypotheses and (B, L) or (B, R, L) references on a CUDA device returns at once (issue 41).
+"""Token-ID BLEU and ROUGE of torch tensors on a GPU without a host wait: ``metrics.BLEU.update`` and
+``metrics.ROUGE.update`` given (B, L) hypotheses and (B, L) or (B, R, L) references on a CUDA device return
+once their work is queued (issue 41).
 
 The synchronous path (``text.token_ids``) needs the sequences' lengths on the host: to compact them, to size
-the n-gram kernel and to make the statistics rows. Here every step stays on the tensors' device, queued on
-torch's current stream: the pads removed by a scatter (each token to its sequence's offset plus its rank),
-the lengths and offsets by torch reductions, the kernel sized by the padded widths, the closest reference
-length and the totals by torch operations. One copy brings the rows, each segment's reference count (for
-sacrebleu's ``nrefs``) and each side's smallest token to page-locked memory, behind an event; ``chunk()``
-waits for it and checks what the host path checks at the update (token IDs >= 0): the same rows, the same
-label and the same error as ``BLEU._stats_ids``. Under the CUDA simulator the same torch operations run on
-CPU tensors.
+the kernels and to make the statistics. Here every step stays on the tensors' device, queued on torch's
+current stream: the pads removed by a scatter (each token to its sequence's offset plus its rank), the
+lengths and offsets by torch reductions, the kernels sized by the padded widths. A reference row that is all
+padding (absent, in ``as_token_references``' rule) stays in as an empty sequence, marked. One copy brings the
+counts and each side's smallest token to page-locked memory, behind an event; ``chunk()`` waits for it, checks
+what the host path checks at the update (token IDs >= 0), leaves the absent references out and finishes as the
+host path does: BLEU's rows and ``nrefs`` label, ROUGE's (P, R, F) by ``rouge_from_counts``. The same chunk and
+the same error as the synchronous path. Under the CUDA simulator the same torch operations run on CPU tensors.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +25,7 @@ import numpy as np
 from . import _gpu
 from ._arrays import is_torch
 from ._metric import Pending
-from .text.token_ids import _check_pad, _check_values
+from .text.token_ids import _check_pad, _check_values, rouge_from_counts
 
 _NONE = np.iinfo(np.int64).max  # a side's smallest token where it has none
 
@@ -37,18 +40,29 @@ def _takes(x: Any, ndims: tuple, sim: bool) -> bool:
     )
 
 
-def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> BleuLater | None:
-    """The pending statistics of a BLEU update, or None where this path does not apply (the caller takes the
-    synchronous one, which also raises on input of the wrong shape or type)."""
-    K = _gpu._kernels()
-    if not (_takes(hypotheses, (2,), K.SIM) and _takes(references, (2, 3), K.SIM)):
-        return None
-    n = hypotheses.shape[0]
-    if references.device != hypotheses.device or references.shape[0] != n or n == 0 or not 1 <= order <= 16:
-        return None
-    if references.ndim == 3 and references.shape[1] == 0:
-        return None
-    return BleuLater(hypotheses, references, _check_pad(pad_id), order)
+def _applies(hyp: Any, refs: Any) -> bool:
+    """Whether a pair of inputs takes this path; the synchronous one takes (and checks) everything else."""
+    sim = _gpu._kernels().SIM
+    if not (_takes(hyp, (2,), sim) and _takes(refs, (2, 3), sim)) or refs.device != hyp.device:
+        return False
+    return hyp.shape[0] > 0 and refs.shape[0] == hyp.shape[0] and not (refs.ndim == 3 and refs.shape[1] == 0)
+
+
+@dataclass
+class _Compacted:
+    """Sequence k of ``flat`` is flat[off[k]:off[k + 1]]: hypothesis k (k < n), then reference j of segment i
+    as sequence n + i * r + j (absent ones empty). ``flat`` is None when no hypothesis has room for a token."""
+
+    flat: Any
+    off: Any
+    h_len: Any  # (n,)
+    r_len: Any  # (n * r,)
+    absent: Any  # (n, r) bool
+    least: Any  # (2,): the smallest token of the hypotheses, of the references (_NONE: none)
+    n: int
+    r: int
+    width: int  # the hypotheses' padded width
+    rwidth: int  # the references'
 
 
 def _compact(torch: Any, x: Any, keep: Any, starts: Any, flat: Any) -> None:
@@ -57,31 +71,9 @@ def _compact(torch: Any, x: Any, keep: Any, starts: Any, flat: Any) -> None:
     flat.scatter_(0, dest.reshape(-1), x.reshape(-1))
 
 
-def _matches(torch: Any, flat: Any, meta: Any, layout: tuple, widest: int, longest: int, order: int) -> Any:
-    """The n-gram kernel's clipped matches (hypotheses, order) as a tensor beside ``flat``, queued on torch's
-    current stream (the simulator: run, then copied into a CPU tensor)."""
-    n_hyp = layout[1]
-    if flat.device.type != "cuda":
-        cuda = _gpu._cuda()[0]
-        out = cuda.to_device(np.zeros((n_hyp, order), np.int64))
-        _gpu.ngram_launch(
-            cuda.to_device(flat.numpy()), cuda.to_device(meta.numpy()), layout, widest, longest, order, False, out, 0
-        )
-        return torch.from_numpy(out.copy_to_host())
-    out = torch.zeros((n_hyp, order), dtype=torch.int64, device=flat.device)
-    stream = _gpu._torch_stream(flat.device)
-    _gpu.ngram_launch(
-        _gpu._numba(flat), _gpu._numba(meta), layout, widest, longest, order, False, _gpu._numba(out), stream
-    )
-    return out
-
-
-def _statistics(torch: Any, hyp: Any, refs: Any, pad: int | None, order: int) -> Any:
-    """One int64 tensor on the inputs' device: the rows [hyp_len, ref_len, correct_1..N, total_1..N] (B, 2 + 2N),
-    each segment's reference count (B), then the smallest token of the hypotheses and of the references."""
+def _compacted(torch: Any, hyp: Any, refs: Any, pad: int | None) -> _Compacted:
     n, width = hyp.shape
     r, rwidth = 1 if refs.ndim == 2 else refs.shape[1], refs.shape[-1]
-    refs = refs.reshape(n, r, rwidth)
     h, f = hyp.to(torch.int64), refs.reshape(n * r, rwidth).to(torch.int64)
     kh, kf = (torch.ones_like(x, dtype=torch.bool) if pad is None else x != pad for x in (h, f))
     h_len, r_len = kh.sum(1), kf.sum(1)
@@ -89,50 +81,83 @@ def _statistics(torch: Any, hyp: Any, refs: Any, pad: int | None, order: int) ->
     if pad is not None and r > 1:  # a reference row all padding is absent, unless all of the segment's are
         absent = (r_len == 0).view(n, r)
         absent[:, 0] &= ~absent.all(1)
-    # sequence k: hypothesis k (k < n), then the references segment by segment; an absent one is empty there
-    # (it adds no n-gram) and left out of the closest length below
     off = torch.zeros(n * (r + 1) + 1, dtype=torch.int64, device=h.device)
     torch.cumsum(torch.cat([h_len, r_len]), 0, out=off[1:])
+    flat = None
     if n * width:
         flat = torch.empty(n * (width + r * rwidth) + 1, dtype=torch.int64, device=h.device)
         _compact(torch, h, kh, off[:n], flat)
         _compact(torch, f, kf, off[n:-1], flat)
-        seqs = torch.arange(n * (r + 1), dtype=torch.int64, device=h.device)
-        meta = torch.cat([off, seqs, torch.arange(n + 1, dtype=torch.int64, device=h.device) * r])
-        matches = _matches(torch, flat, meta, (len(off), n, n * r), width + r * rwidth, width, order)
-    else:  # no hypothesis token: nothing matches
-        matches = torch.zeros((n, order), dtype=torch.int64, device=h.device)
-    big = 1 << 32  # the closest reference length, the shorter on a tie (bleu_rows_gpu's key)
-    key = (r_len.view(n, r) - h_len[:, None]).abs() * big + r_len.view(n, r)
-    closest = key.masked_fill(absent, _NONE).amin(1) % big
-    totals = (h_len[:, None] - torch.arange(order, device=h.device)).clamp_min(0)
-    rows = torch.cat([h_len[:, None], closest[:, None], matches.to(h.device), totals], 1)
     least = [
         torch.where(k, x, _NONE).amin() if x.numel() else torch.full((), _NONE, device=h.device)
         for x, k in ((h, kh), (f, kf))
     ]
-    return torch.cat([rows.reshape(-1), r - absent.sum(1), torch.stack(least)])
+    return _Compacted(flat, off, h_len, r_len, absent, torch.stack(least), n, r, width, rwidth)
 
 
-class BleuLater(Pending):
-    """A BLEU update's statistics on their way to the host (``bleu_later``): queued at construction, the host's
-    copy in page-locked memory behind an event; ``chunk()`` is ``BLEU._stats``' (rows, nrefs label, True)."""
+def _run(torch: Any, c: _Compacted, shape: tuple, launch: Callable) -> Any:
+    """A zeroed int64 tensor of ``shape`` beside ``c.flat`` that ``launch(out, stream, view)`` fills, ``view``
+    making numba's array of a tensor: on torch's current stream, or (the simulator) run at once on copies."""
+    if c.flat.device.type == "cuda":
+        out = torch.zeros(shape, dtype=torch.int64, device=c.flat.device)
+        launch(_gpu._numba(out), _gpu._torch_stream(c.flat.device), _gpu._numba)
+        return out
+    cuda = _gpu._cuda()[0]
+    d = cuda.to_device(np.zeros(shape, np.int64))
+    launch(d, 0, lambda t: cuda.to_device(np.ascontiguousarray(t.numpy())))
+    return torch.from_numpy(d.copy_to_host())
 
-    def __init__(self, hyp: Any, refs: Any, pad: int | None, order: int):
+
+def _matches(torch: Any, c: _Compacted, order: int, per_ref: bool) -> Any:
+    """Clipped n-gram matches of orders 1..order: (n, order), or (n * r, order) per reference."""
+    n, r = c.n, c.r
+    shape = (n * r if per_ref else n, order)
+    if c.flat is None:  # no hypothesis token: nothing matches
+        return torch.zeros(shape, dtype=torch.int64, device=c.off.device)
+    seqs = torch.arange(n * (r + 1), dtype=torch.int64, device=c.off.device)  # hypotheses, then references
+    meta = torch.cat([c.off, seqs, torch.arange(n + 1, dtype=torch.int64, device=c.off.device) * r])
+    layout, widest = (len(c.off), n, n * r), c.width + r * c.rwidth
+
+    def launch(out, stream, view):
+        _gpu.ngram_launch(view(c.flat), view(meta), layout, widest, c.width, order, per_ref, out, stream)
+
+    return _run(torch, c, shape, launch)
+
+
+def _lcs(torch: Any, c: _Compacted) -> Any:
+    """LCS length of each (reference, its hypothesis) pair, (n * r,)."""
+    pairs = c.n * c.r
+    if c.flat is None:
+        return torch.zeros(pairs, dtype=torch.int64, device=c.off.device)
+    j = torch.arange(pairs, dtype=torch.int64, device=c.off.device)
+    ref, hyp = c.n + j, j // c.r
+    side = min(c.width, c.rwidth)  # at least every pair's shorter side
+    staged = side <= _gpu._kernels().LCS_SHARED_MAX  # (lcs_launch's rule) else three diagonals a pair in scratch
+    scratch = torch.empty(0 if staged else pairs * 3 * (side + 1), dtype=torch.int32, device=c.off.device)
+    spans = torch.cat([c.off[ref], c.off[ref + 1], c.off[hyp], c.off[hyp + 1], j * (0 if staged else 3 * (side + 1))])
+
+    def launch(out, stream, view):
+        tok = view(c.flat)
+        _gpu.lcs_launch(tok, tok, view(spans), view(scratch), out, pairs, side, stream)
+
+    return _run(torch, c, (pairs,), launch)
+
+
+class TokenLater(Pending):
+    """An update's counts on their way to the host: ``packed`` (an int64 tensor) copied into page-locked memory
+    behind an event on torch's current stream; ``chunk()`` is ``finish(the host's int64 array)``."""
+
+    def __init__(self, packed: Any, finish: Callable[[np.ndarray], tuple]):
         import torch
 
-        self.n, self.order, self.pid = hyp.shape[0], order, os.getpid()
-        with torch.no_grad():
-            packed = _statistics(torch, hyp.detach(), refs.detach(), pad, order)
+        self.finish, self.pid = finish, os.getpid()
         self.event: Any = None
-        self.host: Any
+        self.host: Any = packed  # the simulator's CPU tensors: there already
         if packed.device.type == "cuda":
             self.host = torch.empty(packed.shape, dtype=torch.int64, pin_memory=True)
             self.host.copy_(packed, non_blocking=True)  # torch's host allocator keeps the block until it lands
             self.event = torch.cuda.Event()
             self.event.record(torch.cuda.current_stream(packed.device))
-        else:
-            self.host = packed
 
     def _check_process(self) -> None:
         if os.getpid() != self.pid:
@@ -152,9 +177,73 @@ class BleuLater(Pending):
 
     def chunk(self) -> tuple:
         self.wait()
-        a, n, w = self.host.numpy(), self.n, 2 + 2 * self.order
-        rows, counts, least = a[: n * w].reshape(n, w).copy(), a[n * w : n * w + n], a[n * w + n :]
-        self.host = None
-        for value, name in zip(least, ("hypotheses", "references")):
-            _check_values(np.array([value]), name)  # the host path's error, in its order
-        return rows, int(counts[0]) if counts.min() == counts.max() else "var", True
+        a, self.host = self.host.numpy(), None
+        return self.finish(a)
+
+
+def _split(a: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    return np.split(a, np.cumsum(sizes)[:-1])
+
+
+def _check_least(least: np.ndarray, first: str) -> None:
+    for value, name in zip(least, (first, "references")):
+        _check_values(np.array([value]), name)  # the host path's error, in its order
+
+
+def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> TokenLater | None:
+    """A BLEU update's pending chunk (rows [hyp_len, ref_len, correct_1..N, total_1..N], nrefs label, True), or
+    None where this path does not apply."""
+    if not (_applies(hypotheses, references) and 1 <= order <= _gpu._kernels().MAX_GPU_ORDER):
+        return None
+    import torch
+
+    with torch.no_grad():
+        c = _compacted(torch, hypotheses.detach(), references.detach(), _check_pad(pad_id))
+        n, r = c.n, c.r
+        big = 1 << 32  # the closest reference length, the shorter on a tie (bleu_rows_gpu's key)
+        key = (c.r_len.view(n, r) - c.h_len[:, None]).abs() * big + c.r_len.view(n, r)
+        closest = key.masked_fill(c.absent, _NONE).amin(1) % big
+        totals = (c.h_len[:, None] - torch.arange(order, device=c.off.device)).clamp_min(0)
+        rows = torch.cat([c.h_len[:, None], closest[:, None], _matches(torch, c, order, False), totals], 1)
+        packed = torch.cat([rows.reshape(-1), r - c.absent.sum(1), c.least])
+
+    def finish(a: np.ndarray) -> tuple:
+        rows, counts, least = _split(a, [n * (2 + 2 * order), n, 2])
+        _check_least(least, "hypotheses")
+        return rows.reshape(n, 2 + 2 * order).copy(), int(counts[0]) if counts.min() == counts.max() else "var", True
+
+    return TokenLater(packed, finish)
+
+
+def rouge_later(predictions: Any, references: Any, pad_id: Any, kinds: list[int]) -> TokenLater | None:
+    """A ROUGE update's pending chunk ((P, R, F) of each kind per pair), or None where this path does not apply
+    (also where a pair's padded sides could pass ROUGE-L's work limit: the host path says which)."""
+    max_n = max([k for k in kinds if k < 10], default=0)
+    lcs = any(k >= 10 for k in kinds)
+    if not (_applies(predictions, references) and max_n <= _gpu._kernels().MAX_GPU_ORDER):
+        return None
+    if lcs and float(predictions.shape[-1]) * float(references.shape[-1]) > 2.0**38:
+        return None
+    import torch
+
+    with torch.no_grad():
+        c = _compacted(torch, predictions.detach(), references.detach(), _check_pad(pad_id))
+        n, r = c.n, c.r
+        parts = [c.h_len, c.r_len, c.absent.reshape(-1).to(torch.int64)]
+        parts += [_matches(torch, c, max_n, True).reshape(-1)] if max_n else []
+        parts += [_lcs(torch, c)] if lcs else []
+        packed = torch.cat([*parts, c.least])
+
+    def finish(a: np.ndarray) -> tuple:
+        h_len, r_len, absent, overlap, lcs_len, least = _split(
+            a, [n, n * r, n * r, n * r * max_n, n * r if lcs else 0, 2]
+        )
+        _check_least(least, "predictions")
+        keep = absent == 0
+        seg = np.zeros(n + 1, np.int64)
+        np.cumsum(keep.reshape(n, r).sum(1), out=seg[1:])
+        p_len = np.repeat(h_len, np.diff(seg))
+        over = overlap.reshape(n * r, max_n)[keep] if max_n else None
+        return (rouge_from_counts(p_len, r_len[keep], seg, over, lcs_len[keep] if lcs else None, kinds),)
+
+    return TokenLater(packed, finish)

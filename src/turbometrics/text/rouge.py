@@ -86,10 +86,16 @@ class ROUGE(Metric):
         self.use_stemmer, self.tokenizer, self.split_summaries = bool(use_stemmer), tokenizer, bool(split_summaries)
         self.reset()
 
-    def _stats(self, predictions, references, num_threads, pad_id=None, device=None):
+    def _stats(self, predictions, references, num_threads, pad_id=None, device=None, later=True):
         threads = _validate.check_threads(num_threads)
         if self.tokenizer is None and is_token_input(predictions):  # (pretokenized input is lists of str)
             gpu = on_gpu(predictions, device)
+            if gpu and later:  # torch tensors on a GPU: no host wait in update
+                from .._gpu_token_ids import rouge_later
+
+                pending = rouge_later(predictions, references, pad_id, self._kinds)
+                if pending is not None:
+                    return pending
             pred = as_sequences(predictions, "predictions", pad_id, on_device=gpu)
             tok, off, p, r, seg = joined(
                 pred, as_token_references(references, len(pred[1]) - 1, "references", pad_id, on_device=gpu)
@@ -169,7 +175,10 @@ class ROUGE(Metric):
         device: str | None = None,
     ) -> ROUGE:
         """Add pairs: predictions and their reference(s), or token IDs with ``pad_id`` (``device="cuda"``,
-        or IDs on a GPU: counted there), as ``rouge``."""
+        or IDs on a GPU: counted there), as ``rouge``. Token IDs in torch tensors on a GPU ((B, L) predictions,
+        (B, L) or (B, R, L) references, on one device) are counted without a host wait: ``update`` returns once
+        the work is queued, and ``compute`` (or a merge, ...) waits, raising there what the update would have
+        (negative token IDs), naming that update."""
         return self._fold(self._stats(predictions, references, num_threads, pad_id, device))
 
     def _all_rows(self) -> np.ndarray:
@@ -278,11 +287,8 @@ def rouge(
     ...
     ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of ...; split the texts
     """
-    out = (
-        ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer)
-        .update(predictions, references, num_threads=num_threads, pad_id=pad_id)
-        .compute()
-    )
+    m = ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer)
+    out = m._fold(m._stats(predictions, references, num_threads, pad_id, later=False)).compute()
     if is_token_input(predictions):  # device token IDs: the scores on the device
         out = {t: Scores(*(like_input(a, predictions) for a in sc)) for t, sc in out.items()}
     return out

@@ -247,7 +247,13 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
             )
         p_seq = np.repeat(pred, np.diff(seg))  # pair j: reference ref_seq[j], prediction p_seq[j]
         lcs = _gpu.lcs(tok, off[ref_seq], off[ref_seq + 1], tok, off[p_seq], off[p_seq + 1])
-    out = np.zeros((len(pred), len(kinds), 3))
+    return rouge_from_counts(p_len, r_len, seg, overlap, lcs, kinds)
+
+
+def rouge_from_counts(p_len, r_len, seg, overlap, lcs, kinds: list[int]) -> np.ndarray:
+    """``rouge_rows_gpu``'s arithmetic: pair j's prediction and reference lengths, its n-gram overlaps (pairs,
+    max n) and its LCS length, the pairs of segment i at [seg[i], seg[i + 1])."""
+    out = np.zeros((len(seg) - 1, len(kinds), 3))
     with np.errstate(invalid="ignore", divide="ignore"):
         for q, k in enumerate(kinds):
             if k < 10:
@@ -261,7 +267,7 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
             f = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
             j = _first_best(f, seg)
             out[:, q] = np.stack([p[j], r[j], f[j]], axis=1)
-    return out.reshape(len(pred), 3 * len(kinds))
+    return out.reshape(len(seg) - 1, 3 * len(kinds))
 
 
 def _first_best(f: np.ndarray, seg: np.ndarray) -> np.ndarray:
