@@ -12,6 +12,7 @@ Prints one line per check or figure (``ok``/``FAIL`` lines exit 1 on any failure
 
 import functools
 import sys
+import time
 
 import numpy as np
 import torch
@@ -127,6 +128,37 @@ def tokens():
         f"ROUGE-1/2/L {rouge:.3f} ms",
         flush=True,
     )
+    for name, make in (("BLEU", tm.metrics.BLEU), ("ROUGE", lambda: tm.metrics.ROUGE(["rouge1", "rouge2", "rougeL"]))):
+        updates(name, make, (c, r), (cand, ref))
+
+
+def updates(name, make, dev, host, n=10):
+    """Issue 41: n metric updates on CUDA token IDs queued behind a second of GPU work return before it is done
+    (the host's time an update), their GPU time an update, and compute() equal to the host path's."""
+    make().update(*dev).compute()  # compiled, torch's pinned pool warm
+    m = make()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)  # about a second of GPU time queued first
+    t0 = time.perf_counter()
+    for _ in range(n):
+        m.update(*dev)
+    host_ms = (time.perf_counter() - t0) * 1e3 / n
+    check(
+        f"{name}.update on CUDA token IDs does not wait",
+        not torch.cuda.current_stream().query(),
+        f"{host_ms:.3f} ms host",
+    )
+    got, want = m.compute(), make()
+    for _ in range(n):
+        want.update(*host)
+    same = (
+        str(got) == str(want.compute())
+        if name == "BLEU"
+        else all(np.array_equal(np.asarray(got[k]), np.asarray(want.compute()[k])) for k in got)
+    )
+    check(f"{name} of {n} pending updates == the host path's", same)
+    gpu = cuda_ms(lambda: make().update(*dev))
+    print(f"time {name}.update CUDA token IDs {tuple(dev[0].shape)}: host {host_ms:.3f} ms, GPU {gpu:.3f} ms an update")
 
 
 def memory():
