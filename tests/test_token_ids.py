@@ -223,6 +223,26 @@ def test_tensors_compacted_in_place_equal_the_host_path(dtype):
         as_sequences(torch.tensor([[3, -4, 0]]), "h", 0, on_device=True)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "pad", "alias"), [(torch.uint8, -1, 255), (torch.int16, 2**16, 0), (torch.int32, 2**32 + 7, 7)]
+)
+def test_a_pad_id_the_tensors_dtype_cannot_hold_is_no_token(dtype, pad, alias):
+    """torch compares a tensor with an integer its dtype cannot hold by wrapping the integer into the dtype
+    (uint8's 255 == -1); the GPU path compares in int64, as the host path (and the pending updates) do."""
+    from turbometrics.text.token_ids import as_sequences, as_token_references
+
+    hyp = torch.tensor([[alias, 1, alias], [2, 1, 3]], dtype=dtype)
+    ref = torch.tensor([[[alias, 2], [alias, alias]], [[1, 2], [3, 3]]], dtype=dtype)  # an all-alias row is there
+    got, want = as_sequences(hyp, "h", pad, on_device=True), as_sequences(hyp, "h", pad)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist() == [0, 3, 6]
+    got, want = as_token_references(ref, 2, "r", pad, on_device=True), as_token_references(ref, 2, "r", pad)
+    assert got[0].tolist() == want[0].tolist()
+    assert [g.tolist() for g in got[1:]] == [w.tolist() for w in want[1:]]
+    assert want[2].tolist() == [0, 2, 4]
+    with pytest.raises(ValueError, match="found -1"):  # int8's -1 is a token (a negative one), not pad_id 255
+        as_sequences(torch.tensor([[-1, 2]], dtype=torch.int8), "h", 255, on_device=True)
+
+
 def test_best_reference_per_segment_is_the_first_highest():
     """The GPU ROUGE path's choice of reference (``_first_best``) is np.argmax over each segment's
     references: ties go to the first; one reference a segment; no segments."""

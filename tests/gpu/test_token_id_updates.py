@@ -143,6 +143,20 @@ def test_negative_token_ids_found_later_name_their_update(rng, not_ready, side, 
     same_as_host(m, make().update(hyp, ref, pad_id=PAD).update(hyp[:2], ref[:2], pad_id=PAD))
 
 
+@pytest.mark.parametrize("make", [tm.metrics.BLEU, tm.metrics.ROUGE])
+def test_a_pad_id_out_of_the_dtypes_range_matches_no_token_in_either_path(rng, not_ready, make):
+    """uint8 IDs with pad_id -1: token 255 stays a token in the pending update, in the synchronous GPU path (the
+    one-shot functions'; torch alone would compare 255 == -1) and on the host."""
+    hyp, ref = batch(rng, pad=None)
+    hyp[hyp == 3], ref[ref == 3] = 255, 255
+    hyp[0], ref[1, 1:] = 255, 255  # a hypothesis, and two references, of token 255 alone
+    h, r = on(hyp.astype(np.uint8)), on(ref.astype(np.uint8))
+    host = make().update(hyp.astype(np.uint8), ref.astype(np.uint8), pad_id=-1)
+    same_as_host(make().update(h, r, pad_id=-1, device="cuda"), host)
+    now = make()
+    same_as_host(now._fold(now._stats(h, r, None, -1, "cuda", later=False)), host)
+
+
 def test_text_after_pending_token_ids_is_refused(rng, not_ready):
     hyp, ref = batch(rng)
     m = tm.metrics.BLEU().update(on(hyp), on(ref), pad_id=PAD, device="cuda")

@@ -80,7 +80,7 @@ def _host(x: Any) -> np.ndarray:
 
 
 def _rows(a: Any, name: str, pad_id: int | None) -> tuple[Any, np.ndarray]:
-    """A (B, L) array's rows without the pad positions: (int64 tokens, host offsets). A torch tensor
+    """An int64 (B, L) array's rows without the pad positions: (tokens, host offsets). A torch tensor
     stays on its device (the same operations as for an ndarray)."""
     if pad_id is None:
         tok, lens = a.reshape(-1), np.full(a.shape[0], a.shape[1], np.int64)
@@ -89,12 +89,6 @@ def _rows(a: Any, name: str, pad_id: int | None) -> tuple[Any, np.ndarray]:
         tok, lens = a[keep], _host(keep.sum(1))
     off = np.zeros(a.shape[0] + 1, np.int64)
     np.cumsum(lens, out=off[1:])
-    if is_torch(tok):
-        import torch
-
-        tok = tok.to(torch.int64)
-    else:
-        tok = tok.astype(np.int64, copy=False)
     _check_values(tok, name)
     return tok, off
 
@@ -104,13 +98,14 @@ def _check_pad(pad_id: Any) -> int | None:
 
 
 def _int_array(x: Any, name: str, on_device: bool) -> Any:
-    """An integer ndarray, or with ``on_device`` a torch tensor left where it is (the GPU path compacts
-    CUDA tensors on their device instead of copying them to the host and back)."""
+    """An int64 ndarray, or with ``on_device`` an int64 torch tensor left where it is (the GPU path compacts
+    CUDA tensors on their device instead of copying them to the host and back). int64 on both: torch would
+    compare a narrower tensor with a pad_id its dtype cannot hold by wrapping it (uint8's 255 == -1)."""
     if not (on_device and is_torch(x)) or str(x.dtype) == "torch.uint64":  # (checked for int64's range there)
         return _validate.as_int64(to_host(x), name)
     if x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "torch.bool":
         raise TypeError(f"{name} must hold integers, got dtype {x.dtype}")
-    return x.detach()
+    return x.detach().long()
 
 
 def as_sequences(x: Any, name: str, pad_id: Any = None, on_device: bool = False) -> tuple[Any, np.ndarray]:
