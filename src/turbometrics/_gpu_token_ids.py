@@ -161,7 +161,14 @@ class TokenLater(Pending):
 
     def _check_process(self) -> None:
         if os.getpid() != self.pid:
+            _gpu._cuda()  # a forked child: raises the clear error (CUDA does not survive fork())
             raise RuntimeError("a metric's pending GPU results cannot be read in a process forked after the update")
+
+    def __del__(self) -> None:
+        # Dropped unread in a forked child (a reset there, the metric freed): torch would free the parent's
+        # page-locked block through CUDA there. Kept instead, as the child's other inherited buffers.
+        if os.getpid() != self.pid and getattr(self, "host", None) is not None:
+            _gpu._ORPHANS.append(self.host)
 
     def ready(self) -> bool:
         if self.event is None:
@@ -170,8 +177,8 @@ class TokenLater(Pending):
         return bool(self.event.query())
 
     def wait(self) -> None:
+        self._check_process()  # (also where no event was needed: the simulator's, checked the same way)
         if self.event is not None:
-            self._check_process()
             self.event.synchronize()
             self.event = None
 

@@ -183,7 +183,8 @@ class Metric(abc.ABC):
     share one: updates from several threads give the bits of serial updates
     (per-item results in the order the updates finished). Metrics whose
     ``_stats`` may return a ``Pending`` chunk (``Perplexity``, ``TopKAccuracy``,
-    ``MeanReciprocalRank`` on device input) return from ``update`` without
+    ``MeanReciprocalRank`` on device input, ``BLEU`` and ``ROUGE`` on token IDs
+    in CUDA tensors) return from ``update`` without
     waiting for the GPU; the chunk is folded in, in update order, once the
     device has finished it, at the latest by ``compute`` (or a merge, pickle,
     ``sync``, ``bootstrap_ci``): the same bits as synchronous updates.

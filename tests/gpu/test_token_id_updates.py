@@ -157,6 +157,22 @@ def test_a_pad_id_out_of_the_dtypes_range_matches_no_token_in_either_path(rng, n
     same_as_host(now._fold(now._stats(h, r, None, -1, "cuda", later=False)), host)
 
 
+@pytest.mark.parametrize("make", [tm.metrics.BLEU, tm.metrics.ROUGE])
+def test_a_forked_child_reading_pending_token_ids_gets_a_clear_error(rng, not_ready, in_forked_child, make):
+    hyp, ref = batch(rng)
+    m = make().update(on(hyp), on(ref), pad_id=PAD, device="cuda")
+
+    def child():
+        try:
+            m.compute()
+        finally:
+            m.reset()  # dropping the pending chunk there frees nothing of the parent's
+
+    got = in_forked_child(child)
+    assert "forked from one that had already used CUDA" in got, got
+    same_as_host(m, make().update(hyp, ref, pad_id=PAD))
+
+
 def test_text_after_pending_token_ids_is_refused(rng, not_ready):
     hyp, ref = batch(rng)
     m = tm.metrics.BLEU().update(on(hyp), on(ref), pad_id=PAD, device="cuda")

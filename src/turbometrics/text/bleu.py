@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _validate
 from .._ext import _text
-from .._metric import Metric, Pending, Plan, Signature, _reading, column_sums, concat, one_score
+from .._metric import _STATE_LOCK, Metric, Pending, Plan, Signature, _reading, column_sums, concat, once, one_score
 from .external_tokenizers import external
 from .token_ids import (
     as_sequences,
@@ -271,12 +271,13 @@ class BLEU(Metric):
     def _last_ids(self) -> bool | None:
         """Whether the last update held token IDs (None before any): pending chunks count (only token IDs
         on a GPU pend), failed ones do not."""
-        for _, item in reversed(self.__dict__.get("_pending") or []):
-            if isinstance(item, Pending):
-                return True
-            if isinstance(item, tuple):
-                return bool(item[2])
-        return self._ids[-1] if self._ids else None
+        with _STATE_LOCK:  # (a settle moves chunks from _pending to _ids)
+            for _, item in reversed(self.__dict__.get("_pending") or []):
+                if isinstance(item, Pending):
+                    return True
+                if isinstance(item, tuple):
+                    return bool(item[2])
+            return self._ids[-1] if self._ids else None
 
     def _stats(self, hypotheses, references, num_threads, pad_id=None, device=None, later=True):
         ids = is_token_input(hypotheses)
@@ -496,11 +497,8 @@ def corpus_bleu(
     >>> tm.corpus_bleu(hyps, refs).signature
     'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0'
     """
-    return (
-        BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
-        ._now(hypotheses, references, num_threads, pad_id)
-        .compute()
-    )
+    m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
+    return once(m, hypotheses, references, num_threads, pad_id)
 
 
 def sentence_bleu(
@@ -543,7 +541,7 @@ def sentence_bleu(
     """
     m = BLEU(tokenize, lowercase, smooth_method, smooth_value, max_ngram_order, effective_order, spm_model=spm_model)
     if is_token_sequence(hypothesis):  # token IDs
-        return m._now([hypothesis], [references], 1, pad_id).compute()
+        return once(m, [hypothesis], [references], 1, pad_id)
     return m.update(*_validate.as_one_segment(hypothesis, references), num_threads=1).compute()
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _validate
 from .._arrays import to_host
 from .._ext import _text
-from .._metric import Metric, Plan, concat
+from .._metric import Metric, Plan, concat, once
 from . import sentences
 from .token_ids import as_sequences, as_token_references, is_token_input, joined, like_input, on_gpu, rouge_rows_gpu
 
@@ -288,7 +288,7 @@ def rouge(
     ValueError: ROUGE prediction 1: ROUGE-L of 600000 x 600000 tokens is over the limit of ...; split the texts
     """
     m = ROUGE(rouge_types, use_stemmer, split_summaries, tokenizer)
-    out = m._fold(m._stats(predictions, references, num_threads, pad_id, later=False)).compute()
+    out = once(m, predictions, references, num_threads, pad_id)
     if is_token_input(predictions):  # device token IDs: the scores on the device
         out = {t: Scores(*(like_input(a, predictions) for a in sc)) for t, sc in out.items()}
     return out
