@@ -128,6 +128,10 @@ def tokens():
         f"ROUGE-1/2/L {rouge:.3f} ms",
         flush=True,
     )
+    # A/B for the one-shot functions: segment_bleu's synchronous path (lengths on the host) against the pending
+    # update's (everything on the device, kernels sized by the padded width, one wait)
+    pending = cuda_ms(lambda: tm.metrics.BLEU(effective_order=True).update(c, r).segment_scores())
+    print(f"time token-ID sentence BLEU one-shot: synchronous path {ours:.3f} ms, pending update's {pending:.3f} ms")
     for name, make in (("BLEU", tm.metrics.BLEU), ("ROUGE", lambda: tm.metrics.ROUGE(["rouge1", "rouge2", "rougeL"]))):
         updates(name, make, (c, r), (cand, ref))
 

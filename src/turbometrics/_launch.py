@@ -52,7 +52,7 @@ def clear() -> None:
 _OTHER = object()  # the mark of an argument left to numba: its kind is never learned
 
 
-def _kept(a: Any) -> dict:
+def _memo(a: Any) -> dict:
     """Where an array keeps its mark and flat arguments: a numba device array's ``__dict__`` (its memory and
     layout are set when it is made); a throwaway dict for others (mapped and managed arrays are NumPy arrays,
     whose shape can be set in place)."""
@@ -71,22 +71,22 @@ def _mark(a: Any) -> Any:
         return t
     if not hasattr(a, "__cuda_memory__"):
         return _OTHER
-    kept = _kept(a)
-    mark = kept.get("_tm_mark")
+    memo = _memo(a)
+    mark = memo.get("_tm_mark")
     if mark is None:
         numba_type = getattr(a, "_numba_type_", None)
         if numba_type is None:
             return _OTHER
-        mark = kept["_tm_mark"] = str(numba_type)  # dtype, dimensions, layout and flags
+        mark = memo["_tm_mark"] = str(numba_type)  # dtype, dimensions, layout and flags
     return mark
 
 
 def _array_args(a: Any, out: list) -> None:
-    """A numba device array's flat arguments, made once an array (``_kept``)."""
-    kept = _kept(a)
-    flat = kept.get("_tm_flat")
+    """A numba device array's flat arguments, made once an array (``_memo``)."""
+    memo = _memo(a)
+    flat = memo.get("_tm_flat")
     if flat is None:
-        flat = kept["_tm_flat"] = (
+        flat = memo["_tm_flat"] = (
             0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0, *a.shape, *a.strides
         )  # fmt: skip
     out += flat
