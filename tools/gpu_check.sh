@@ -10,7 +10,7 @@
 # Python 3.12 (the device tool's README: .whl, pip install --target) and put it first on PYTHONPATH (kept here).
 # Wheels carried in .whl (numpy 2.4, lm-eval, cut-cross-entropy, liger-kernel: see the tools' docstrings) are
 # installed into /tmp/site first and put ahead on PYTHONPATH, when .whl holds any and /tmp/site is not already
-# on PYTHONPATH (the device tool's README line run before this script).
+# on PYTHONPATH (the device tool's README line run before this script). `bash tools/gpu_wheels.sh` fetches all four.
 set -u
 out="${OUT:-gpu-out}"; logs=/tmp/gpu-logs; mkdir -p "$out" "$logs"
 end=$(( $(date +%s) + ${1:-540} ))
