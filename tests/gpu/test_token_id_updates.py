@@ -97,6 +97,26 @@ def test_pending_updates_give_the_host_paths_statistics(rng, not_ready, where, m
         same_as_host(m, host)
 
 
+def test_random_batches_equal_the_host_path(rng, not_ready):
+    """Seeded random batches: sizes, widths, vocabularies (ties: repeated n-grams), pad densities, dtypes, orders
+    and extreme IDs, one pending update each against the host path."""
+    for case in range(40):
+        b, r, width, rwidth = (int(v) for v in rng.integers((1, 1, 0, 0), (6, 4, 40, 40)))
+        vocab = int(rng.choice([2, 5, 1000, 2**62]))
+        hyp, ref = rng.integers(0, vocab, (b, width)), rng.integers(0, vocab, (b, r, rwidth))
+        for a in (hyp, ref):
+            a[rng.random(a.shape) < rng.random()] = PAD
+        dtype = np.int32 if vocab < 2**31 and case % 2 else np.int64
+        make = (
+            (lambda o=int(rng.integers(1, 10)): tm.metrics.BLEU(max_ngram_order=o))
+            if case % 3
+            else (lambda: tm.metrics.ROUGE(["rouge1", "rouge4", "rougeL"]))
+        )
+        m = make().update(on(hyp.astype(dtype)), on(ref.astype(dtype)), pad_id=PAD, device="cuda")
+        assert len(m._pending) == 1
+        same_as_host(m, make().update(hyp, ref, pad_id=PAD))
+
+
 def test_nrefs_is_var_when_segments_keep_different_reference_counts(rng, not_ready):
     hyp, ref = batch(rng)
     m = tm.metrics.BLEU().update(on(hyp), on(ref), pad_id=PAD, device="cuda")
