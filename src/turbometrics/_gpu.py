@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _launch, _validate
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
-from ._metric import Pending
+from ._gpu_pending import EventPending
 
 NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
 WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
@@ -590,7 +590,7 @@ def _reuse_pinned(block: np.ndarray) -> None:
         _PINNED.setdefault(block.nbytes, []).append(block)
 
 
-class Later(Pending):
+class Later(EventPending):
     """A row kernel's values and statuses on their way to the host, for a metric's ``update`` on device input:
     the copy is queued on the caller's stream (after the kernel) into page-locked memory, with an event after
     it, so ``update`` returns at once; ``chunk()`` waits for the event and then does what the synchronous path
@@ -601,27 +601,14 @@ class Later(Pending):
         # of it, alive); the targets and mask as given, for the host's error message.
         self.n, self.lead, self.n_classes, self.finish = n, rows.lead, rows.n_classes, finish
         self.tg = replace(tg, args=())
-        self.pid = os.getpid()
         self.host, self._owner, self._reusable = _pinned(buf.shape, buf.dtype, rows)
         cuda, K = _cuda()
         # A stream object even for the legacy default stream: numba copies synchronously on stream 0
         stream = rows.stream or cuda.default_stream()
         buf.copy_to_host(self.host, stream=stream)
-        self.event: Any = cuda.event() if K.SIM else cuda.event(timing=False)  # (no timing: a cheaper event)
-        self.event.record(stream)
-
-    def ready(self) -> bool:
-        if self.event is None:
-            return True
-        self._check_process()
-        query = getattr(self.event, "query", None)  # the simulator's events have none (it runs synchronously)
-        return query is None or bool(query())
-
-    def wait(self) -> None:
-        if self.event is not None:
-            self._check_process()
-            self.event.synchronize()
-            self.event = None
+        event = cuda.event() if K.SIM else cuda.event(timing=False)  # (no timing: a cheaper event)
+        event.record(stream)
+        super().__init__(event)
 
     def chunk(self) -> tuple:
         self.wait()
@@ -633,16 +620,11 @@ class Later(Pending):
         self.host = self._owner = None
         return self.finish(values.reshape(self.lead), counted)
 
-    def _check_process(self) -> None:
-        if os.getpid() != self.pid:
-            _cuda()  # a forked child: raises the clear error (CUDA does not survive fork())
-            raise RuntimeError("a metric's pending GPU results cannot be read in a process forked after the update")
-
     def __del__(self) -> None:
         # Dropped unread (a reset, an error): the copy may still be writing into the page-locked block, which
         # its pool would hand out again once it is freed. Not in a forked child: its parent's context is not
         # usable there (and the block is the parent's).
-        if self.event is None or os.getpid() != self.pid or _FORKED_FROM_GPU:
+        if getattr(self, "event", None) is None or os.getpid() != self.pid or _FORKED_FROM_GPU:  # (None: a failed init)
             return
         try:
             self.event.synchronize()

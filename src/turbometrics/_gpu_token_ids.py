@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _gpu
 from ._arrays import is_torch
-from ._metric import Pending
+from ._gpu_pending import EventPending
 from .text.token_ids import _check_pad, _check_values, rouge_from_counts
 
 _NONE = np.iinfo(np.int64).max  # a side's smallest token where it has none
@@ -143,44 +143,28 @@ def _lcs(torch: Any, c: _Compacted) -> Any:
     return _run(torch, c, (pairs,), launch)
 
 
-class TokenLater(Pending):
+class TokenLater(EventPending):
     """An update's counts on their way to the host: ``packed`` (an int64 tensor) copied into page-locked memory
     behind an event on torch's current stream; ``chunk()`` is ``finish(the host's int64 array)``."""
 
     def __init__(self, packed: Any, finish: Callable[[np.ndarray], tuple]):
         import torch
 
-        self.finish, self.pid = finish, os.getpid()
-        self.event: Any = None
+        self.finish = finish
         self.host: Any = packed  # the simulator's CPU tensors: there already
+        event = None
         if packed.device.type == "cuda":
             self.host = torch.empty(packed.shape, dtype=torch.int64, pin_memory=True)
             self.host.copy_(packed, non_blocking=True)  # torch's host allocator keeps the block until it lands
-            self.event = torch.cuda.Event()
-            self.event.record(torch.cuda.current_stream(packed.device))
-
-    def _check_process(self) -> None:
-        if os.getpid() != self.pid:
-            _gpu._cuda()  # a forked child: raises the clear error (CUDA does not survive fork())
-            raise RuntimeError("a metric's pending GPU results cannot be read in a process forked after the update")
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(packed.device))
+        super().__init__(event)
 
     def __del__(self) -> None:
         # Dropped unread in a forked child (a reset there, the metric freed): torch would free the parent's
         # page-locked block through CUDA there. Kept instead, as the child's other inherited buffers.
-        if os.getpid() != self.pid and getattr(self, "host", None) is not None:
+        if os.getpid() != getattr(self, "pid", os.getpid()) and getattr(self, "host", None) is not None:
             _gpu._ORPHANS.append(self.host)
-
-    def ready(self) -> bool:
-        if self.event is None:
-            return True
-        self._check_process()
-        return bool(self.event.query())
-
-    def wait(self) -> None:
-        self._check_process()  # (also where no event was needed: the simulator's, checked the same way)
-        if self.event is not None:
-            self.event.synchronize()
-            self.event = None
 
     def chunk(self) -> tuple:
         self.wait()
