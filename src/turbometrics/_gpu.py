@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _launch, _validate
 from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
-from ._gpu_pending import EventPending
+from ._gpu_pending import FORKED, EventPending
 
 NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
 WARP_ROW_MAX_V = 2048  # rows up to this long get a warp each (TPB // 32 rows per block), longer ones a block
@@ -91,12 +91,7 @@ def _cuda():
     if _CUDA:
         return _CUDA
     if _FORKED_FROM_GPU or _torch_in_bad_fork():
-        raise RuntimeError(
-            "the GPU was asked for in a process forked from one that had already used CUDA, and "
-            "CUDA cannot be used after fork(): start worker processes with the 'spawn' method "
-            "(multiprocessing.get_context('spawn'); DataLoader(multiprocessing_context='spawn')), "
-            "or pass host arrays to the workers (the CPU path works here)"
-        )
+        raise RuntimeError(FORKED)
     try:
         from numba import cuda
     except ImportError as e:  # pragma: no cover - numba always ships numba.cuda today

@@ -9,6 +9,13 @@ from typing import Any
 
 from ._metric import Pending
 
+FORKED = (
+    "the GPU was asked for in a process forked from one that had already used CUDA, and "
+    "CUDA cannot be used after fork(): start worker processes with the 'spawn' method "
+    "(multiprocessing.get_context('spawn'); DataLoader(multiprocessing_context='spawn')), "
+    "or pass host arrays to the workers (the CPU path works here)"
+)
+
 
 class EventPending(Pending):
     """``event``: a numba or torch CUDA event recorded after the chunk's copy to the host, or None (no wait)."""
@@ -30,8 +37,5 @@ class EventPending(Pending):
             self.event = None
 
     def _check_process(self) -> None:
-        if os.getpid() != self.pid:
-            from ._gpu import _cuda
-
-            _cuda()  # a forked child: raises the clear error
-            raise RuntimeError("a metric's pending GPU results cannot be read in a process forked after the update")
+        if os.getpid() != self.pid:  # a child forked after the update: its parent's events are not usable here
+            raise RuntimeError(f"{FORKED} (a metric's pending GPU results, queued before the fork)")
