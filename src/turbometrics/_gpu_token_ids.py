@@ -8,9 +8,10 @@ current stream: the pads removed by a scatter (each token to its sequence's offs
 lengths and offsets by torch reductions, the kernels sized by the padded widths. A reference row that is all
 padding (absent, in ``as_token_references``' rule) stays in as an empty sequence, marked. One copy brings the
 counts and each side's smallest token to page-locked memory, behind an event; ``chunk()`` waits for it, checks
-what the host path checks at the update (token IDs >= 0), leaves the absent references out and finishes as the
-host path does: BLEU's rows and ``nrefs`` label, ROUGE's (P, R, F) by ``rouge_from_counts``. The same chunk and
-the same error as the synchronous path. Under the CUDA simulator the same torch operations run on CPU tensors.
+what the host path checks at the update (token IDs >= 0), leaves the absent references out and finishes with
+the host path's arithmetic: BLEU's rows by ``bleu_from_counts`` (and its ``nrefs`` label), ROUGE's (P, R, F) by
+``rouge_from_counts``. The same chunk and the same error as the synchronous path. Under the CUDA simulator the
+same torch operations run on CPU tensors.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from . import _gpu
 from ._arrays import is_torch
 from ._gpu_pending import EventPending
-from .text.token_ids import _check_pad, _check_values, rouge_from_counts
+from .text.token_ids import _check_pad, _check_values, bleu_from_counts, rouge_from_counts
 
 _NONE = np.iinfo(np.int64).max  # a side's smallest token where it has none
 
@@ -176,9 +177,16 @@ def _split(a: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
     return np.split(a, np.cumsum(sizes)[:-1])
 
 
-def _check_least(least: np.ndarray, first: str) -> None:
+def _present(least: np.ndarray, first: str, absent: np.ndarray, n: int, r: int) -> tuple:
+    """The host path's checks and layout of a chunk read back: its error for a negative token ID (``first``
+    names the hypotheses as the metric does), then the references kept (a mask over the n * r) and the
+    segments' offsets into them (``seg``)."""
     for value, name in zip(least, (first, "references")):
-        _check_values(np.array([value]), name)  # the host path's error, in its order
+        _check_values(np.array([value]), name)
+    keep = absent == 0
+    seg = np.zeros(n + 1, np.int64)
+    np.cumsum(keep.reshape(n, r).sum(1), out=seg[1:])
+    return keep, seg
 
 
 def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> TokenLater | None:
@@ -191,17 +199,15 @@ def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> Tok
     with torch.no_grad():
         c = _compacted(torch, hypotheses.detach(), references.detach(), _check_pad(pad_id))
         n, r = c.n, c.r
-        big = 1 << 32  # the closest reference length, the shorter on a tie (bleu_rows_gpu's key)
-        key = (c.r_len.view(n, r) - c.h_len[:, None]).abs() * big + c.r_len.view(n, r)
-        closest = key.masked_fill(c.absent, _NONE).amin(1) % big
-        totals = (c.h_len[:, None] - torch.arange(order, device=c.off.device)).clamp_min(0)
-        rows = torch.cat([c.h_len[:, None], closest[:, None], _matches(torch, c, order, False), totals], 1)
-        packed = torch.cat([rows.reshape(-1), r - c.absent.sum(1), c.least])
+        absent = c.absent.reshape(-1).to(torch.int64)
+        packed = torch.cat([c.h_len, c.r_len, absent, _matches(torch, c, order, False).reshape(-1), c.least])
 
     def finish(a: np.ndarray) -> tuple:
-        rows, counts, least = _split(a, [n * (2 + 2 * order), n, 2])
-        _check_least(least, "hypotheses")
-        return rows.reshape(n, 2 + 2 * order).copy(), int(counts[0]) if counts.min() == counts.max() else "var", True
+        h_len, r_len, absent, matches, least = _split(a, [n, n * r, n * r, n * order, 2])
+        keep, seg = _present(least, "hypotheses", absent, n, r)
+        counts = np.diff(seg)
+        rows = bleu_from_counts(h_len, r_len[keep], seg, matches.reshape(n, order))
+        return rows, int(counts[0]) if counts.min() == counts.max() else "var", True
 
     return TokenLater(packed, finish)
 
@@ -229,10 +235,7 @@ def rouge_later(predictions: Any, references: Any, pad_id: Any, kinds: list[int]
         h_len, r_len, absent, overlap, lcs_len, least = _split(
             a, [n, n * r, n * r, n * r * max_n, n * r if lcs else 0, 2]
         )
-        _check_least(least, "predictions")
-        keep = absent == 0
-        seg = np.zeros(n + 1, np.int64)
-        np.cumsum(keep.reshape(n, r).sum(1), out=seg[1:])
+        keep, seg = _present(least, "predictions", absent, n, r)
         p_len = np.repeat(h_len, np.diff(seg))
         over = overlap.reshape(n * r, max_n)[keep] if max_n else None
         return (rouge_from_counts(p_len, r_len[keep], seg, over, lcs_len[keep] if lcs else None, kinds),)

@@ -212,13 +212,20 @@ def bleu_rows_gpu(tok, off, hyp, ref_seq, seg, order: int) -> np.ndarray:
     from .. import _gpu
 
     lens = np.diff(off)
-    h_len, r_len = lens[hyp], lens[ref_seq]
-    rows = np.zeros((len(hyp), 2 + 2 * order), np.int64)
+    matches = _gpu.ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref=False)
+    return bleu_from_counts(lens[hyp], lens[ref_seq], seg, matches)
+
+
+def bleu_from_counts(h_len, r_len, seg, matches) -> np.ndarray:
+    """``bleu_rows_gpu``'s arithmetic: the hypotheses' lengths, the references' (segment i's at [seg[i],
+    seg[i + 1])) and the clipped matches (segments, order) made rows."""
+    order = matches.shape[1]
+    rows = np.zeros((len(h_len), 2 + 2 * order), np.int64)
     rows[:, 0] = h_len
-    if len(hyp):  # the closest reference length, the shorter on a tie
+    if len(h_len):  # the closest reference length, the shorter on a tie
         key = np.abs(r_len - np.repeat(h_len, np.diff(seg))) * (1 << 32) + r_len
         rows[:, 1] = np.minimum.reduceat(key, seg[:-1]) % (1 << 32)
-    rows[:, 2 : 2 + order] = _gpu.ngram_matches(tok, off, hyp, ref_seq, seg, order, per_ref=False)
+    rows[:, 2 : 2 + order] = matches
     rows[:, 2 + order :] = np.maximum(0, h_len[:, None] - np.arange(order)[None, :])
     return rows
 
