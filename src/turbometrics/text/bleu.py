@@ -221,6 +221,13 @@ class BLEU(Metric):
     >>> bleu = bleu.update(["A dog ran."], [["The dog ran away."]])
     >>> print(bleu.compute())
     BLEU = 72.80 90.9/77.8/71.4/80.0 (BP = 0.913 ratio = 0.917 hyp_len = 11 ref_len = 12)
+
+    Token IDs, (B, L) with padding (on a GPU, ``update`` of CUDA tensors returns without waiting for it):
+
+    >>> import numpy as np
+    >>> ids = tm.metrics.BLEU().update(np.array([[5, 6, 7, 8, 0, 0]]), np.array([[5, 6, 7, 8, 9, 0]]), pad_id=0)
+    >>> print(ids.compute())
+    BLEU = 77.88 100.0/100.0/100.0/100.0 (BP = 0.779 ratio = 0.800 hyp_len = 4 ref_len = 5)
     """
 
     _state = {"_rows": list, "_nrefs": list, "_ids": list}  # _ids: per update, whether it was token IDs
