@@ -6,7 +6,10 @@ The bottom layer of the package: it imports nothing from it, and both
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +40,42 @@ def is_device_array(x: Any) -> bool:
     if is_torch(x):
         return x.is_cuda
     return is_numba_device(x) or hasattr(x, "__cuda_array_interface__")
+
+
+_CURRENT = contextlib.nullcontext()  # (stateless: one instance serves every call)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def device_guard(x: Any) -> contextlib.AbstractContextManager:
+    """A context in which the GPU that ``x`` lives on (a CUDA torch tensor or a CuPy array) is the current
+    device, as torch's own operations make it; a no-op where it is current already or ``x`` is on no GPU.
+    numba allocates, launches and records events on the current device: without it, a kernel launched on
+    cuda:0 would read a tensor on cuda:1 (an illegal address, or a slow read across the link)."""
+    if is_torch(x):
+        if not x.is_cuda:
+            return _CURRENT
+        import torch
+
+        i = x.get_device()
+        return _CURRENT if i == torch.cuda.current_device() else torch.cuda.device(i)
+    if type(x).__module__.startswith("cupy") and hasattr(x, "__cuda_array_interface__"):
+        import cupy
+
+        device = x.device  # a cupy.cuda.Device: itself the context that makes it current
+        return _CURRENT if device.id == cupy.cuda.runtime.getDevice() else device
+    return _CURRENT
+
+
+def on_input_device(fn: F) -> F:
+    """``fn(x, ...)`` run in ``device_guard(x)``: the GPU entry points whose first argument is the caller's
+    device array (everything from its view to the copy back then happens on that array's device)."""
+
+    @functools.wraps(fn)
+    def on_device(x: Any, *args: Any, **kwargs: Any) -> Any:
+        with device_guard(x):
+            return fn(x, *args, **kwargs)
+
+    return on_device  # type: ignore[return-value]
 
 
 def to_host(x: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import _launch, _validate
-from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, to_host
+from ._arrays import DEVICES, is_device_array, is_numba_device, is_torch, on_input_device, to_host
 from ._gpu_pending import FORKED, EventPending
 
 NGRAM_THREADS, NGRAM_BLOCKS = 128, 2048  # the n-gram kernel's blocks: 72 registers a thread; enough blocks for every SM
@@ -653,6 +653,7 @@ def _as_pairs(rows: Rows) -> Rows:
     return Rows(pairs, K.WIDEN_BF16_PAIRS, r.lead, r.kind, r.bf16, r.torch_host, r.dtype, r.torch_device, r.stream, 2)
 
 
+@on_input_device
 def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
     """Per-row NLL (float64, 0 where not counted; on the host if ``host``), the counted mask, the rows."""
     rows = _as_pairs(device_rows(logits, "logits"))
@@ -660,12 +661,14 @@ def nll(logits: Any, targets: Any, ignore_index, mask, host: bool = False):
     return out, counted, rows
 
 
+@on_input_device
 def nll_later(logits: Any, targets: Any, ignore_index, mask, finish: Callable) -> Later:
     """``nll``'s per-row NLL and counted mask as a ``Later`` that ends in ``finish(nll, counted)``."""
     rows = _as_pairs(device_rows(logits, "logits"))
     return row_later("nll_rows", rows, targets, ignore_index, mask, np.float64, finish)
 
 
+@on_input_device
 def ranks(scores: Any, targets: Any, before: bool, after: bool, ignore_index, host: bool = False):
     """int64 ranks (-1 where not counted; on the host if ``host``), the counted mask, the rows."""
     rows = device_rows(scores, "scores")
@@ -699,6 +702,7 @@ def topk_job(x: Any, k: Any, largest: bool) -> tuple:
     return rows, vals, idx, launch
 
 
+@on_input_device
 def topk(x: Any, k: Any, largest: bool):
     """Top-k values and indices per row on the device (last axis only)."""
     rows, vals, idx, launch = topk_job(x, k, largest)
@@ -707,6 +711,7 @@ def topk(x: Any, k: Any, largest: bool):
     return give_back(vals, rows, shape, bf16_values=rows.bf16), give_back(idx, rows, shape)
 
 
+@on_input_device
 def lcs(a: Any, a_start: np.ndarray, a_end: np.ndarray, b: Any, b_start: np.ndarray, b_end: np.ndarray) -> np.ndarray:
     """LCS length of each pair (a[a_start[p]:a_end[p]], b[b_start[p]:b_end[p]]) on the GPU: validated
     tokens of one dtype (host arrays or CUDA tensors; ``b`` may be ``a``: the kernel swaps the sides, so
@@ -739,6 +744,7 @@ def lcs_launch(da, db, d_spans, scratch, out, n: int, widest: int, stream) -> No
     K.lcs_pairs[n, _threads(widest, K.TPB), stream, shared](da, db, d_spans, scratch, out)
 
 
+@on_input_device
 def ngram_matches(
     tok: Any, off: np.ndarray, hyp: np.ndarray, ref_seq: np.ndarray, seg: np.ndarray, order: int, per_ref: bool
 ) -> np.ndarray:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import _gpu
+from ._arrays import on_input_device
 from ._exact import _ratio
 
 N_HITS = 4  # top-k accuracy's k counted on the device in one call (``_kernels.cuda.tally.N_HITS``)
@@ -66,6 +67,7 @@ def _tally_sum(words: np.ndarray) -> float:
     return _ratio(total, -1074)
 
 
+@on_input_device
 def nll_total(logits: Any, targets: Any, ignore_index, mask) -> tuple[float, int] | None:
     """(the counted rows' NLL sum, exactly rounded; their number), summed on the device (``nll_tally``); None
     past ``tally.MAX_ROWS`` rows (more than an int64 digit holds: the caller sums the rows on the host)."""
@@ -76,6 +78,7 @@ def nll_total(logits: Any, targets: Any, ignore_index, mask) -> tuple[float, int
     return _tally_sum(words), int(words[_gpu._kernels().tally.COUNTED])
 
 
+@on_input_device
 def rank_hits(scores: Any, targets: Any, ks: list, before: bool, after: bool, ignore_index) -> tuple:
     """(counted rows, [rows ranked below k for each k], the rows): top-k accuracy's counts, summed on the device
     (``rank_tally``: at most ``tally.N_HITS`` k)."""

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _gpu
-from ._arrays import is_torch
+from ._arrays import is_torch, on_input_device
 from ._gpu_pending import EventPending
 from .text.token_ids import _check_pad, _check_values, bleu_from_counts, rouge_from_counts
 
@@ -189,6 +189,7 @@ def _present(least: np.ndarray, first: str, absent: np.ndarray, n: int, r: int) 
     return keep, seg
 
 
+@on_input_device
 def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> TokenLater | None:
     """A BLEU update's pending chunk (rows [hyp_len, ref_len, correct_1..N, total_1..N], nrefs label, True), or
     None where this path does not apply."""
@@ -212,6 +213,7 @@ def bleu_later(hypotheses: Any, references: Any, pad_id: Any, order: int) -> Tok
     return TokenLater(packed, finish)
 
 
+@on_input_device
 def rouge_later(predictions: Any, references: Any, pad_id: Any, kinds: list[int]) -> TokenLater | None:
     """A ROUGE update's pending chunk ((P, R, F) of each kind per pair), or None where this path does not apply
     (also where a pair's padded sides could pass ROUGE-L's work limit: the host path says which)."""

@@ -8,6 +8,7 @@ from typing import Any, cast
 import numpy as np
 
 from . import _gpu, _gpu_tally, _validate
+from ._arrays import device_guard
 from ._ext import _dense
 from ._metric import Metric, Plan, concat, no_rows, once, one_score, ratios
 
@@ -211,12 +212,13 @@ class _RankMetric(Metric):
 
     def _stats(self, scores, targets, sample_weight, num_threads, device, later=True):
         if later and sample_weight is None and _gpu.use_gpu(device, scores, targets):  # no wait for the GPU
-            rows = _gpu.device_rows(scores, "scores")
-            self._check_classes(rows.n_classes)
-            before, after = _TIE_SIDES[self.ties]
-            return _gpu.row_later(
-                "rank_rows", rows, targets, self.ignore_index, None, np.int64, _rank_chunk, before, after
-            )
+            with device_guard(scores):
+                rows = _gpu.device_rows(scores, "scores")
+                self._check_classes(rows.n_classes)
+                before, after = _TIE_SIDES[self.ties]
+                return _gpu.row_later(
+                    "rank_rows", rows, targets, self.ignore_index, None, np.int64, _rank_chunk, before, after
+                )
         r, counted, a = _ranks(scores, targets, self.ties, self.ignore_index, num_threads, device)
         self._check_classes(a.n_classes)
         w = None if sample_weight is None else _validate.as_weights(sample_weight, r.size, counted=counted.reshape(-1))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from ._arrays import is_torch
+from ._arrays import is_torch, on_input_device
 from ._ext import _dense
 from ._metric import once
 from .language_model import REDUCTIONS, Perplexity, _to_float64
@@ -352,6 +352,7 @@ def _multiply(torch: Any, hb: Any, w: Any, b: Any, v0: int, v1: int, buf: Any) -
     return torch.addmm(bs, hb, ws.t(), out=out)
 
 
+@on_input_device
 def _rows_torch(
     h, w, b, rows, t_rows, width, threads, logit_map=None, on_gpu: bool | None = None, greedy=False, block=None,
     slots=1,

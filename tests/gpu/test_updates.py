@@ -282,3 +282,33 @@ def test_updates_pending_on_one_reused_buffer_keep_their_own_values():
             m.update(x, t)
         assert len(m._pending) == 5
         same(m.compute(), expect.compute())
+
+
+def test_input_on_a_gpu_that_is_not_the_current_one(rng):
+    """Tensors on cuda:1 while cuda:0 is current (a model put on ``--device cuda:1``): each call runs on cuda:1
+    (``_arrays.device_guard``) and gives cuda:0's bits, its results on cuda:1; cuda:0 stays current. On a machine
+    with two GPUs only (the stand-in tests in tests/test_device_guard.py check the guard everywhere)."""
+    if config.ENABLE_CUDASIM:
+        return
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    torch.cuda.set_device(0)
+    x0 = torch.randn(3, 64, 5000, device="cuda:0", dtype=torch.bfloat16)
+    t0 = torch.randint(0, 5000, (3, 64), device="cuda:0")
+    h0 = torch.randint(1, 50, (8, 30), device="cuda:0")
+    x1, t1, h1 = (a.to("cuda:1") for a in (x0, t0, h0))
+    nll = tm.token_nll(x1, t1)
+    assert nll.device == x1.device and torch.equal(nll.cpu(), tm.token_nll(x0, t0).cpu())
+    assert tm.perplexity(x1, t1) == tm.perplexity(x0, t0)
+    assert all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(tm.topk(x1, 5), tm.topk(x0, 5)))
+    for make, args in (
+        (tm.metrics.Perplexity, lambda x, t, h: (x, t)),
+        (lambda: tm.metrics.TopKAccuracy(k=5), lambda x, t, h: (x, t)),
+        (tm.metrics.BLEU, lambda x, t, h: (h, [h.flip(1)])),
+        (tm.metrics.ROUGE, lambda x, t, h: (h, [h.flip(1)])),
+    ):
+        on1, on0 = make().update(*args(x1, t1, h1)), make().update(*args(x0, t0, h0))
+        assert pickle.dumps(on1.compute()) == pickle.dumps(on0.compute())
+    assert torch.cuda.current_device() == 0
