@@ -53,7 +53,7 @@ def guards(monkeypatch):
             events.append(("exit", self.i))
             return False
 
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)  # (a CPU build has none)
     monkeypatch.setattr(torch.cuda, "device", Device)
     return events
 
@@ -80,6 +80,12 @@ def test_the_guard_makes_the_inputs_gpu_current_only_where_another_one_is(guards
     with pytest.raises(ValueError, match="bad targets"):
         fails(FakeCuda(2))
     assert guards == [("enter", 2), ("exit", 2)]  # the caller's device comes back on errors too
+
+
+def test_a_forked_child_is_left_to_the_calls_own_fork_check(guards, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    assert _arrays.device_guard(FakeCuda(1)) is _arrays.device_guard(None)  # (_gpu._cuda raises FORKED next)
 
 
 def test_cupy_arrays_use_their_own_device_as_the_guard(monkeypatch):
@@ -129,8 +135,8 @@ CALLS = {
     "mean_reciprocal_rank": lambda x: tm.mean_reciprocal_rank(x, [0, 1]),
     "Perplexity.update": lambda x: tm.metrics.Perplexity().update(x, [0, 1]),
     "TopKAccuracy.update": lambda x: tm.metrics.TopKAccuracy(k=2).update(x, [0, 1]),
-    "BLEU.update": lambda x: tm.metrics.BLEU().update(x, [x]),
-    "ROUGE.update": lambda x: tm.metrics.ROUGE().update(x, [x]),
+    "BLEU.update": lambda x: tm.metrics.BLEU().update(x, x),
+    "ROUGE.update": lambda x: tm.metrics.ROUGE().update(x, x),
 }
 
 

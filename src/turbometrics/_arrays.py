@@ -56,8 +56,11 @@ def device_guard(x: Any) -> contextlib.AbstractContextManager:
             return _CURRENT
         import torch
 
+        if torch.cuda._is_in_bad_fork():  # a forked child: the call's own check raises the clear error
+            return _CURRENT
         i = x.get_device()
-        return _CURRENT if i == torch.cuda.current_device() else torch.cuda.device(i)
+        # (torch.cuda.current_device() without its initialisation check: a CUDA tensor exists, so CUDA is up)
+        return _CURRENT if i == torch._C._cuda_getDevice() else torch.cuda.device(i)
     if type(x).__module__.startswith("cupy") and hasattr(x, "__cuda_array_interface__"):
         import cupy
 
@@ -72,7 +75,10 @@ def on_input_device(fn: F) -> F:
 
     @functools.wraps(fn)
     def on_device(x: Any, *args: Any, **kwargs: Any) -> Any:
-        with device_guard(x):
+        guard = device_guard(x)
+        if guard is _CURRENT:  # the common case, without entering a context
+            return fn(x, *args, **kwargs)
+        with guard:
             return fn(x, *args, **kwargs)
 
     return on_device  # type: ignore[return-value]

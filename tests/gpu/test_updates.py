@@ -284,7 +284,7 @@ def test_updates_pending_on_one_reused_buffer_keep_their_own_values():
         same(m.compute(), expect.compute())
 
 
-def test_input_on_a_gpu_that_is_not_the_current_one(rng):
+def test_input_on_a_gpu_that_is_not_the_current_one():
     """Tensors on cuda:1 while cuda:0 is current (a model put on ``--device cuda:1``): each call runs on cuda:1
     (``_arrays.device_guard``) and gives cuda:0's bits, its results on cuda:1; cuda:0 stays current. On a machine
     with two GPUs only (the stand-in tests in tests/test_device_guard.py check the guard everywhere)."""
@@ -306,9 +306,13 @@ def test_input_on_a_gpu_that_is_not_the_current_one(rng):
     for make, args in (
         (tm.metrics.Perplexity, lambda x, t, h: (x, t)),
         (lambda: tm.metrics.TopKAccuracy(k=5), lambda x, t, h: (x, t)),
-        (tm.metrics.BLEU, lambda x, t, h: (h, [h.flip(1)])),
-        (tm.metrics.ROUGE, lambda x, t, h: (h, [h.flip(1)])),
+        (tm.metrics.BLEU, lambda x, t, h: (h, h.flip(1))),  # a reference a hypothesis (the pending path)
+        (tm.metrics.ROUGE, lambda x, t, h: (h, h.flip(1))),
     ):
         on1, on0 = make().update(*args(x1, t1, h1)), make().update(*args(x0, t0, h0))
         assert pickle.dumps(on1.compute()) == pickle.dumps(on0.compute())
     assert torch.cuda.current_device() == 0
+    # numba's views of the cuda:1 tensors were made in cuda:1's context (with peer access between the two,
+    # kernels on cuda:0 would also have given these numbers)
+    views = [v for (d, *_), v in _gpu._VIEWS.items() if d == 1]
+    assert views and all(v.gpu_data.context.device.id == 1 for v in views)

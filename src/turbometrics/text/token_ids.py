@@ -196,14 +196,14 @@ def like_input(result: np.ndarray, x: Any) -> Any:
 
         return torch.as_tensor(result, device=x.device)
     if is_device_array(x):
-        from numba import cuda
-
-        d = cuda.to_device(result)
-        if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy
+        if hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy: on the input's device
             import cupy
 
-            return cupy.asarray(d)
-        return d
+            with x.device:
+                return cupy.asarray(result)
+        from numba import cuda
+
+        return cuda.to_device(result)  # (a Numba array's device is the current one: numba's own rule)
     return result
 
 
