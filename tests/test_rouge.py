@@ -172,6 +172,23 @@ def test_rouge_tokenizer_matches_rouge_score(text):
     assert tm.tokenize(text, "rouge-stem") == DefaultTokenizer(use_stemmer=True).tokenize(text)
 
 
+def test_stems_kept_between_calls_stay_right_past_the_caches_size():
+    """Stems are kept per thread from call to call (rouge.hpp's stem_cache), emptied past 65,536 words: a text of
+    more distinct words than that, tokenized twice (a cold cache, then one emptied and refilled on the way),
+    gives each word its own stem both times, as do pairs scored before and after it."""
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    suffixes = ["", "ing", "ed", "ies", "ational", "ness", "s", "ly", "ement"]
+    words = sorted({"".join(rng.choice(letters, rng.integers(3, 8))) + suffixes[i % 9] for i in range(80_000)})
+    assert len(words) > 65_536
+    expect = [_text.porter_stem(w) if len(w) > 3 else w for w in words]
+    pair = (["the runners were running quickly"], ["a runner runs quick races"])
+    before = tm.rouge(*pair, ALL, use_stemmer=True)
+    for _ in range(2):
+        assert _text.rouge_tokenize(" ".join(words), True) == expect
+    assert tm.rouge(*pair, ALL, use_stemmer=True) == before
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     pred=st.lists(ADVERSARIAL, max_size=3).map("\n".join),

@@ -12,7 +12,6 @@ import numpy as np
 from libc.stdint cimport int64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
-from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
@@ -370,8 +369,8 @@ cdef extern from "rouge.hpp" namespace "tmt":
         int64_t lcs_dp(const int* a, int64_t m, const int* b, int64_t n) except +raise_py nogil
     void c_lcs_batch "tmt::lcs_batch"(const int* a, const int64_t* a_off, const int* b, const int64_t* b_off,
                                       int64_t n, int n_ids, int64_t* out, int nthreads) except +raise_py nogil
-    void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, unordered_map[string, string]& cache,
-                                            Tokens& tok, vector[int]& sents) except +raise_py nogil
+    void c_rouge_tokens "tmt::rouge_tokens"(const StrView& s, cbool stem, Tokens& tok,
+                                            vector[int]& sents) except +raise_py nogil
 
 
 def rouge_scores(list preds, list refs, const int64_t[::1] offsets, list kinds, bint stem, int nthreads):
@@ -414,10 +413,9 @@ def rouge_tokenize(text, bint stem):
     """rouge-score's tokens of ``text``: lowercase [a-z0-9] runs, Porter stems of those longer than 3."""
     cdef Tokens t
     cdef vector[int] sents
-    cdef unordered_map[string, string] cache
     lowered = text.lower()
     cdef StrView v = _view(lowered)
-    c_rouge_tokens(v, stem, cache, t, sents)
+    c_rouge_tokens(v, stem, t, sents)
     cdef size_t i
     return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]
 

@@ -280,13 +280,9 @@ static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t n
   const bool self = ncols == 0;
   const int64_t nseq = self ? nrows : nrows + ncols, col0 = self ? 0 : nrows, C = nseq - col0;
   std::vector<Tokens> toks((size_t)nseq);
-  struct TokWork {
-    std::unordered_map<std::string, std::string> stems;
-    std::vector<int32_t> sents;
-  };
   tmthreads::parallel_for(
-      nseq, 64, nthreads, [] { return TokWork(); },
-      [&](TokWork& w, int64_t i) { rouge_tokens(texts[i], stem, w.stems, toks[i], w.sents); }, "text");
+      nseq, 64, nthreads, [] { return std::vector<int32_t>(); },
+      [&](std::vector<int32_t>& sents, int64_t i) { rouge_tokens(texts[i], stem, toks[i], sents); }, "text");
   size_t total = 0;
   for (const Tokens& t : toks) total += t.size();
   TokenIds tids;

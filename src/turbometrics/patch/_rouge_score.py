@@ -55,17 +55,22 @@ def score(site: Site, self: Any, target: Any, prediction: Any) -> dict:
 
     import turbometrics as tm
 
+    from ..text.rouge import pair_scores
+
     if type(target) is not str or type(prediction) is not str:
         raise Fallback(f"target, prediction: {type(target).__name__}, {type(prediction).__name__} (not str)")
     types, stem, tokenizer = _options(self)
     split = bool(self._split_summaries)
     try:
-        out = tm.metrics.ROUGE(types, stem, split, tokenizer).update([prediction], [target], num_threads=1).compute()
+        if tokenizer is None and not (split and "rougeLsum" in types):  # the common case: no metric object
+            rows = pair_scores(prediction, target, tuple(types), stem).tolist()
+        else:
+            out = tm.metrics.ROUGE(types, stem, split, tokenizer).update([prediction], [target], num_threads=1)
+            rows = [[float(a[0]) for a in s] for s in out.compute().values()]
     except (TypeError, ValueError, ImportError) as e:  # an unknown type, a missing sentence splitter, ...
         raise Fallback(str(e)) from None
     result = {}
-    for t in types:
-        p, r, f = (float(a[0]) for a in out[t])
+    for t, (p, r, f) in zip(types, rows):
         if (
             t in ("rougeL", "rougeLsum")
             and p == r == f == 0.0

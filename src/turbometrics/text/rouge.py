@@ -42,6 +42,24 @@ def _kind(t: str) -> int:
     raise ValueError(f"unknown rouge type {t!r}; use rouge1..rouge9, rougeL or rougeLsum")
 
 
+_ONE_REFERENCE = np.array([0, 1], np.int64)
+_ONE_REFERENCE.flags.writeable = False
+_KINDS: dict[tuple, list[int]] = {}  # rouge types -> the kernel's kinds (a loop of single pairs asks every time)
+
+
+def pair_scores(prediction: str, target: str, rouge_types: tuple, use_stemmer: bool) -> np.ndarray:
+    """(len(rouge_types), 3) (P, R, F) of one pair of str with the default tokenizer, ROUGE-Lsum on line breaks:
+    ``ROUGE(rouge_types, use_stemmer).update([prediction], [target]).compute()`` without the metric object, for
+    the patched ``RougeScorer.score``, which a loop calls once a pair (the object cost more than the kernel)."""
+    kinds = _KINDS.get(rouge_types)
+    if kinds is None:
+        kinds = [_kind(t) for t in rouge_types]  # raises on an unknown type
+        if len(_KINDS) < 64:
+            _KINDS[rouge_types] = kinds
+    _validate._check_strs([prediction, target], "the pair")
+    return _text.rouge_scores([prediction], [target], _ONE_REFERENCE, kinds, bool(use_stemmer), 1)[0]
+
+
 class ROUGE(Metric):
     """ROUGE scores per pair (rouge-score 0.1.2's numbers) accumulated over chunks of pairs.
 
