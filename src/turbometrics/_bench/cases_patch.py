@@ -92,6 +92,21 @@ def _summaries(data_dir: str, n: int) -> dict:
     return {"preds": (preds * reps)[:n], "refs": (refs * reps)[:n]}
 
 
+def sentence_loop(d: dict) -> list:
+    """Per-segment scores as reward code and data filters make them: ``sacrebleu.sentence_<metric>`` in a loop."""
+    import sacrebleu
+
+    score = getattr(sacrebleu, f"sentence_{d['metric']}")
+    return [score(h, [r]).score for h, r in zip(d["hyps"], d["refs"])]
+
+
+def sentence_loop_case(data_dir: str, metric: str, n: int = 3004) -> Case:
+    def setup():
+        return {**wmt17_tiled(data_dir, n), "metric": metric}
+
+    return _case(f"sacrebleu.sentence_{metric} loop, {n:,} WMT17 segments", setup, sentence_loop, "sacrebleu")
+
+
 def rouge_scorer_loop(d: dict) -> list:
     """Hugging Face evaluate's rouge: ``RougeScorer.score`` in a Python loop over the pairs."""
     from rouge_score import rouge_scorer
@@ -214,6 +229,7 @@ def cases(quick: bool, data_dir: str | None) -> list[Case]:
     out = []
     if data_dir and have("sacrebleu"):
         out.append(lm_eval_bleu_case(data_dir, 20 if quick else 100))
+        out += [sentence_loop_case(data_dir, m, 500 if quick else 3004) for m in ("bleu", "chrf", "ter")]
     if data_dir and have("rouge_score"):
         out += [rouge_scorer_case(data_dir, 500 if quick else 2000), bootstrap_aggregator_case(data_dir, 2000)]
     if have("sklearn"):

@@ -121,8 +121,8 @@ def _bleu_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
     else:
         refs = streams if name is not None else _pretokenized(self, streams)
     return _rows(
-        tm.metrics.BLEU(name or "none", bool(self.lowercase) if name else False, max_ngram_order=order), hyps, refs
-    )
+        tm.metrics.BLEU, (name or "none", bool(self.lowercase) if name else False, "exp", None, order), hyps, refs
+    ).tolist()
 
 
 def _pretokenized(self: Any, streams: list) -> list:
@@ -147,7 +147,7 @@ def _chrf_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) ->
             "_compute_f_score",
         ),
     )
-    return _rows(tm.metrics.CHRF(*chrf_options(self)), hyps, streams)
+    return _rows(tm.metrics.CHRF, chrf_options(self), hyps, streams).tolist()
 
 
 def chrf_options(self: Any) -> tuple:
@@ -174,7 +174,7 @@ def _ter_rows(self: Any, hyps: list, streams: list, cache: _RefCache | None) -> 
     import turbometrics as tm
 
     _check_methods(self, TER, ("_preprocess_segment", "_extract_reference_info", "_compute_segment_statistics"))
-    rows = _rows(tm.metrics.TER(*ter_options(self)), hyps, streams)
+    rows = tm.metrics.TER._sacrebleu_statistics(_rows(tm.metrics.TER, ter_options(self), hyps, streams)).tolist()
     return [[int(edits), length] for edits, length in rows]  # sacrebleu's edits are ints
 
 
@@ -195,11 +195,25 @@ def ter_options(self: Any) -> tuple[bool, bool, bool, bool]:
     return (bool(opts[0]), bool(opts[1]), bool(opts[2]), bool(opts[3]))
 
 
-def _rows(metric: Any, hyps: list, refs: Any) -> list:
+_METRICS: dict = {}  # (our metric class, its options) -> the metric object whose _stats make a call's rows
+
+
+def _rows(make: type, options: tuple, hyps: list, refs: Any) -> Any:  # an int64 or float64 ndarray
+    """The rows an update of our metric (``make(*options)``) would add for (hyps, refs), from its ``_stats``
+    (which read only the options) on one object kept per options: no metric made, updated and read a call (a
+    loop of ``sentence_score`` calls paid more for that than for the kernel). BLEU and chrF's rows are
+    sacrebleu's statistics; TER's become them by ``TER._sacrebleu_statistics``."""
+    key = (make, options)
+    metric = _METRICS.get(key)
+    if metric is None:
+        if len(_METRICS) >= 64:
+            _METRICS.clear()
+        metric = _METRICS[key] = make(*options)
     try:
-        return metric.update(hyps, refs).segment_statistics().tolist()
+        rows = metric._stats(hyps, refs, None)[0]
     except (TypeError, ValueError) as e:  # e.g. a segment without references, a non-string: sacrebleu decides
         raise Fallback(str(e)) from None
+    return rows
 
 
 _ROWS = {"BLEU": _bleu_rows, "CHRF": _chrf_rows, "TER": _ter_rows}

@@ -182,7 +182,11 @@ class TER(Metric):
 
     def segment_statistics(self) -> np.ndarray:
         """[edits, average reference length] per segment (float64), sacrebleu's statistics."""
-        rows = self._all_rows()
+        return self._sacrebleu_statistics(self._all_rows())
+
+    @staticmethod
+    def _sacrebleu_statistics(rows: np.ndarray) -> np.ndarray:
+        """Our rows (edits, reference words, references) as sacrebleu's [edits, average reference length]."""
         return (
             np.stack([rows[:, 0].astype(np.float64), rows[:, 1] / rows[:, 2]], axis=1)
             if len(rows)
