@@ -133,6 +133,8 @@ CALLS = {
     "topk": lambda x: tm.topk(x, 2),
     "topk_accuracy": lambda x: tm.topk_accuracy(x, [0, 1], k=2),
     "mean_reciprocal_rank": lambda x: tm.mean_reciprocal_rank(x, [0, 1]),
+    "target_rank": lambda x: tm.target_rank(x, [0, 1]),
+    "MeanReciprocalRank.update": lambda x: tm.metrics.MeanReciprocalRank().update(x, [0, 1]),
     "Perplexity.update": lambda x: tm.metrics.Perplexity().update(x, [0, 1]),
     "TopKAccuracy.update": lambda x: tm.metrics.TopKAccuracy(k=2).update(x, [0, 1]),
     "BLEU.update": lambda x: tm.metrics.BLEU().update(x, x),
