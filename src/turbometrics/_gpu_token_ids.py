@@ -26,7 +26,7 @@ import numpy as np
 from . import _gpu
 from ._arrays import is_torch, on_input_device
 from ._gpu_pending import EventPending
-from .text.token_ids import _check_pad, _check_values, bleu_from_counts, rouge_from_counts
+from .text.token_ids import MAX_LCS_CELLS, _check_pad, _check_values, bleu_from_counts, rouge_from_counts
 
 _NONE = np.iinfo(np.int64).max  # a side's smallest token where it has none
 
@@ -221,7 +221,7 @@ def rouge_later(predictions: Any, references: Any, pad_id: Any, kinds: list[int]
     lcs = any(k >= 10 for k in kinds)
     if not (_applies(predictions, references) and max_n <= _gpu._kernels().MAX_GPU_ORDER):
         return None
-    if lcs and float(predictions.shape[-1]) * float(references.shape[-1]) > 2.0**38:
+    if lcs and float(predictions.shape[-1]) * float(references.shape[-1]) > MAX_LCS_CELLS:
         return None
     import torch
 

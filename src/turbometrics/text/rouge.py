@@ -56,8 +56,8 @@ def pair_scores(prediction: str, target: str, rouge_types: tuple, use_stemmer: b
         kinds = [_kind(t) for t in rouge_types]  # raises on an unknown type
         if len(_KINDS) < 64:
             _KINDS[rouge_types] = kinds
-    _validate._check_strs([prediction, target], "the pair")
-    return _text.rouge_scores([prediction], [target], _ONE_REFERENCE, kinds, bool(use_stemmer), 1)[0]
+    pair = _validate.as_texts([prediction, target], "the pair")
+    return _text.rouge_scores(pair[:1], pair[1:], _ONE_REFERENCE, kinds, bool(use_stemmer), 1)[0]
 
 
 class ROUGE(Metric):

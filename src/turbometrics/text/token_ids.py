@@ -207,6 +207,9 @@ def like_input(result: np.ndarray, x: Any) -> Any:
     return result
 
 
+MAX_LCS_CELLS = 2.0**38  # ROUGE-L's work limit, rouge.hpp's (the CPU path's): m x n token pairs
+
+
 def bleu_rows_gpu(tok, off, hyp, ref_seq, seg, order: int) -> np.ndarray:
     """BLEU statistics rows [hyp_len, ref_len, correct_1..N, total_1..N], the counts made on the GPU."""
     from .. import _gpu
@@ -242,10 +245,10 @@ def rouge_rows_gpu(tok, off, pred, ref_seq, seg, kinds: list[int]) -> np.ndarray
     lcs: Any = None
     if any(k >= 10 for k in kinds):
         worst = int(np.argmax(p_len * r_len)) if len(r_len) else 0
-        if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > 2.0**38:  # the CPU path's limit
+        if len(r_len) and float(p_len[worst]) * float(r_len[worst]) > MAX_LCS_CELLS:
             raise ValueError(
                 f"ROUGE-L of {int(r_len[worst])} x {int(p_len[worst])} tokens is over the limit of "
-                f"{2**38} token pairs; split the texts"
+                f"{int(MAX_LCS_CELLS)} token pairs; split the texts"
             )
         p_seq = np.repeat(pred, np.diff(seg))  # pair j: reference ref_seq[j], prediction p_seq[j]
         lcs = _gpu.lcs(tok, off[ref_seq], off[ref_seq + 1], tok, off[p_seq], off[p_seq + 1])
