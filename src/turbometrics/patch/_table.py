@@ -159,6 +159,26 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         fast="_torchmetrics.reset",
         label="torchmetrics.text.Perplexity.reset",
     ),
+    # BLEUScore, SacreBLEUScore and their functions gather their statistics here (compute, sync: unchanged)
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.bleu",
+        "_bleu_score_update",
+        SWAP_CODE,
+        fast="_torchmetrics_text.bleu_update",
+        label="torchmetrics BLEU statistics",
+        when="_torchmetrics_text.bleu_parameters",
+    ),
+    # CHRFScore and chrf_score
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.chrf",
+        "_chrf_score_update",
+        SWAP_CODE,
+        fast="_torchmetrics_text.chrf_update",
+        label="torchmetrics chrF statistics",
+        when="_torchmetrics_text.chrf_parameters",
+    ),
     # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
     EntryPoint(
         LM_EVAL,

@@ -1,0 +1,395 @@
+"""torchmetrics >= 1.0: BLEU and chrF statistics from turbometrics' kernels.
+
+torchmetrics counts n-grams in Python with a tensor operation per n-gram (``BLEUScore``, ``SacreBLEUScore``
+and their functions: about 0.7 ms a WMT17 segment; ``CHRFScore`` and ``chrf_score``: about 19 ms). Both
+metric families gather their statistics in one module-level function, ``_bleu_score_update`` and
+``_chrf_score_update``, which the classes' ``update`` and the functions call; the patch swaps those two
+functions' code (see ``_table``), so torchmetrics' own ``compute``, ``forward``, ``merge_state`` and sync
+run unchanged on the states left.
+
+The same states, bit for bit:
+
+- chrF: torchmetrics picks each segment's reference by its float32 F-score (the first with the highest,
+  none if all score 0) and adds each segment's counts to float32 states one segment at a time; both are
+  reproduced in NumPy float32 (``np.cumsum`` adds in order), so the states are the original's at any size.
+- BLEU: the n-gram counts (clipped against the references' union) and lengths (torchmetrics' closest
+  reference: the first in its list on a tie) are summed exactly and added once a call. While a state stays
+  below 2**24 (16.7 million n-grams of an order) that is the original's value; past it, torchmetrics' own
+  float32 additions of one n-gram at a time stall (2**24 + 1 rounds back to 2**24), ours do not.
+
+Segments whose tokens our sacrebleu-style tokenizers would make differently (torchmetrics lowercases after
+tokenizing and does not strip trailing whitespace first: ``"&QUOT;"`` under ``lowercase``, ``"-\\n"`` for
+13a, trailing whitespace for intl, U+0130 for char) are tokenized by torchmetrics' own tokenizer, and the
+kernel counts those tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._dispatch import Fallback
+from ._swap import original_copy
+
+if TYPE_CHECKING:
+    from ._apply import Site
+
+_BLEU_PARAMS = ["preds", "target", "numerator", "denominator", "preds_len", "target_len", "n_gram", "tokenizer"]
+_CHRF_PARAMS = [
+    "preds",
+    "target",
+    "total_preds_char_n_grams",
+    "total_preds_word_n_grams",
+    "total_target_char_n_grams",
+    "total_target_word_n_grams",
+    "total_matching_char_n_grams",
+    "total_matching_word_n_grams",
+    "n_char_order",
+    "n_word_order",
+    "n_order",
+    "beta",
+    "lowercase",
+    "whitespace",
+    "sentence_chrf_score",
+]
+
+
+def _parameters_differ(func: types.FunctionType, wanted: list[str]) -> str | None:
+    names = list(inspect.signature(original_copy(func), follow_wrapped=False).parameters)
+    return None if names == wanted else f"torchmetrics' {func.__name__} takes {names}, not {wanted}"
+
+
+def bleu_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``_bleu_score_update``: parameters other than those the fast path was written for."""
+    return _parameters_differ(func, _BLEU_PARAMS)
+
+
+def chrf_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``_chrf_score_update``: parameters other than those the fast path was written for."""
+    return _parameters_differ(func, _CHRF_PARAMS)
+
+
+# --- inputs ------------------------------------------------------------------------------------------------
+
+
+def _texts(preds: Any) -> list[str]:
+    if not isinstance(preds, (list, tuple)) or not all(type(p) is str for p in preds):
+        raise Fallback("preds: not a list or tuple of str")  # (a str is iterated by character there)
+    return list(preds)
+
+
+def _reference_lists(target: Any) -> list[list[str]]:
+    if not isinstance(target, (list, tuple)):
+        raise Fallback("target: not a list or tuple")
+    refs = []
+    for t in target:
+        if not isinstance(t, (list, tuple)) or not all(type(r) is str for r in t):
+            raise Fallback("target: not lists or tuples of str")
+        refs.append(list(t))
+    return refs
+
+
+def _streams(refs: list[list[str]], prep: Any = None) -> list[list]:
+    """The references as R streams of n (None where a segment has fewer), as the kernels take them."""
+    width = max((len(r) for r in refs), default=0)
+    return [[(r[k] if prep is None else prep(r[k])) if k < len(r) else None for r in refs] for k in range(width)]
+
+
+def _states(tensors: list, name: str) -> Any:
+    """The dtype of the state tensors (float32 or float64, no gradient) as NumPy's; else Fallback."""
+    import torch
+
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise Fallback(f"{name}: not tensors")
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) != 1 or dtypes.pop() not in (torch.float32, torch.float64) or any(t.requires_grad for t in tensors):
+        raise Fallback(f"{name}: not float32 or float64 tensors without gradient")
+    return np.float32 if tensors[0].dtype is torch.float32 else np.float64
+
+
+def _threads() -> int:
+    from turbometrics import _validate
+
+    return _validate.default_threads()
+
+
+# --- BLEU --------------------------------------------------------------------------------------------------
+
+_KERNEL_TOKENIZERS = ("13a", "none", "intl", "char", "zh")
+
+
+def _bleu_tokenizer(site: Site, tokenizer: Any) -> tuple[str, bool]:
+    """(our tokenizer's name, lowercase) for torchmetrics' tokenizer; Fallback for any other."""
+    import sys
+
+    if tokenizer is site.original.__globals__.get("_tokenize_fn"):
+        return "none", False  # BLEUScore: str.split
+    sacre = sys.modules.get("torchmetrics.functional.text.sacre_bleu")
+    cls = getattr(sacre, "_SacreBLEUTokenizer", None)
+    if cls is None:
+        raise Fallback("tokenizer: not torchmetrics' own")
+    if type(tokenizer) is cls:  # SacreBLEUScore's
+        names = {getattr(cls, fn): name for name, fn in cls._TOKENIZE_FN.items()}
+        name, lowercase = names.get(tokenizer.tokenize_fn), tokenizer.lowercase
+    elif (
+        isinstance(tokenizer, functools.partial)
+        and tokenizer.func == cls.tokenize
+        and not tokenizer.args
+        and set(tokenizer.keywords) == {"tokenize", "lowercase"}
+    ):  # sacre_bleu_score's
+        name, lowercase = tokenizer.keywords["tokenize"], tokenizer.keywords["lowercase"]
+    else:
+        raise Fallback("tokenizer: not torchmetrics' own")
+    if name not in _KERNEL_TOKENIZERS or type(lowercase) is not bool:
+        raise Fallback(f"tokenize={name!r}, lowercase={lowercase!r}")
+    return name, lowercase
+
+
+def _differs(tok: str, lowercase: bool, s: str) -> bool:
+    """Whether torchmetrics' tokens of ``s`` may differ from sacrebleu's (ours): it lowercases after tokenizing
+    and does not ``rstrip`` first (checked per character class over every code point: lowercasing keeps
+    ``\\p{N}``/``\\p{P}``/``\\p{S}``; only U+0130 becomes two code points; U+2126, U+212A and U+212B leave zh's
+    Chinese ranges)."""
+    if tok == "13a":
+        return "-\n" in s or (lowercase and ("&" in s or "<" in s))
+    if tok == "intl":
+        return s[-1:].isspace() or (lowercase and "\u0130" in s)
+    if tok == "char":
+        return lowercase and "\u0130" in s
+    if tok == "zh":
+        return lowercase and ("\u2126" in s or "\u212a" in s or "\u212b" in s)
+    return False
+
+
+def _bleu_rows(hyps: list, refs: list, tok: str, lowercase: bool, order: int) -> np.ndarray:
+    from turbometrics._ext import _text
+    from turbometrics.text.tokenizers import TOKENIZERS
+
+    if not hyps:
+        return np.zeros((0, 2 + 2 * order), np.int64)
+    return _text.bleu_stats(hyps, _streams(refs), TOKENIZERS[tok], order, lowercase, _threads())
+
+
+def _token_counts(texts: list, tok: str, lowercase: bool) -> np.ndarray:
+    from turbometrics._ext import _text
+    from turbometrics.text.tokenizers import TOKENIZERS
+
+    joined = _text.tokenize_many(texts, TOKENIZERS[tok], lowercase, _threads())
+    return np.fromiter((j.count(" ") + 1 if j else 0 for j in joined), np.int64, len(joined))
+
+
+def bleu_update(
+    site: Site,
+    preds: Any,
+    target: Any,
+    numerator: Any,
+    denominator: Any,
+    preds_len: Any,
+    target_len: Any,
+    n_gram: Any,
+    tokenizer: Any,
+) -> tuple:
+    """``_bleu_score_update``: the states added to in place, as the original does; returns (preds_len, target_len)."""
+    import torch
+
+    from turbometrics._ext import _text
+
+    tok, lowercase = _bleu_tokenizer(site, tokenizer)
+    if type(n_gram) is not int or not 1 <= n_gram <= _text.MAX_ORDER:
+        raise Fallback(f"n_gram={n_gram!r}")
+    _states([numerator, denominator, preds_len, target_len], "numerator, denominator, preds_len, target_len")
+    if numerator.shape != (n_gram,) or denominator.shape != (n_gram,) or preds_len.dim() or target_len.dim():
+        raise Fallback("numerator, denominator, preds_len, target_len: not the shapes BLEUScore makes")
+    hyps, refs = _texts(preds), _reference_lists(target)
+    n = min(len(hyps), len(refs))  # as zip
+    hyps, refs = hyps[:n], refs[:n]
+    if any(not r for r in refs):
+        raise Fallback("target: a segment without references (the original fails on it)")
+    other = [
+        i for i in range(n) if _differs(tok, lowercase, hyps[i]) or any(_differs(tok, lowercase, r) for r in refs[i])
+    ]
+    rows = _bleu_rows(hyps, refs, tok, lowercase, n_gram)
+    ref_lens = None
+    if other:  # torchmetrics' own tokens, counted by the kernel
+        joined = [" ".join(tokenizer(s) if s else []) for s in (hyps[i] for i in other)]
+        joined_refs = [[" ".join(tokenizer(s) if s else []) for s in refs[i]] for i in other]
+        rows[other] = _bleu_rows(joined, joined_refs, "none", False, n_gram)
+    if any(len(r) > 1 for r in refs):  # the closest reference as torchmetrics picks it: the first on a tie
+        flat = [s for r in refs for s in r]
+        counts = _token_counts(flat, tok, lowercase)
+        sizes = np.array([len(r) for r in refs])
+        starts = np.cumsum(sizes) - sizes
+        for j, i in enumerate(other):
+            counts[starts[i] : starts[i] + sizes[i]] = [len(x.split()) for x in joined_refs[j]]
+        lens = np.full((n, int(sizes.max())), -1, np.int64)  # (segment, reference); -1: none
+        lens[np.repeat(np.arange(n), sizes), np.arange(len(flat)) - np.repeat(starts, sizes)] = counts
+        diff = np.where(lens >= 0, np.abs(lens - rows[:, :1]), np.iinfo(np.int64).max)
+        ref_lens = lens[np.arange(n), diff.argmin(axis=1)]  # argmin: the first of equals
+    sums = rows.sum(axis=0)
+    target_total = int(sums[1] if ref_lens is None else ref_lens.sum())
+    dev = numerator.device
+    with torch.no_grad():
+        numerator += torch.as_tensor(sums[2 : 2 + n_gram], dtype=numerator.dtype).to(dev)
+        denominator += torch.as_tensor(sums[2 + n_gram :], dtype=denominator.dtype).to(dev)
+        preds_len += int(sums[0])
+        target_len += target_total
+    return preds_len, target_len
+
+
+_EPS = float(np.float32(1e-16))  # torchmetrics' _EPS_SMOOTHING, tensor(1e-16)
+
+# --- chrF --------------------------------------------------------------------------------------------------
+
+
+def _chrf_rows(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> list[np.ndarray]:
+    """Per reference stream, the (n, 3 (nc + nw)) [hyp, ref, match] rows of each segment that has that reference
+    (zeros where it has not)."""
+    from turbometrics._ext import _text
+
+    n, out = len(hyps), []
+    for stream in streams:
+        rows = np.zeros((n, 3 * (nc + nw)), np.int64)
+        have = [i for i, s in enumerate(stream) if s is not None]
+        if have:
+            rows[have] = _text.chrf_stats(
+                [hyps[i] for i in have], [[stream[i] for i in have]], nc, nw, 2.0, True, False, lowercase, _threads()
+            )
+        out.append(rows)
+    return out
+
+
+def _chrf_part(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> tuple[list, np.ndarray]:
+    """One part (characters: ``nw`` = 0, or words: ``nc`` = 0) of each segment's statistics: per reference stream
+    an (n, orders, 3) array of [hyp, ref, match], and the hypotheses' own counts (n, orders)."""
+    n = len(hyps)
+    per_ref = [rows.reshape(n, -1, 3) for rows in _chrf_rows(hyps, streams, nc, nw, lowercase)]
+    # the hypotheses' own counts, against themselves: the kernel, as sacrebleu, counts none of an order the
+    # reference has none of
+    counts = _chrf_rows(hyps, [hyps], nc, nw, lowercase)[0].reshape(n, -1, 3)[:, :, 0]
+    return per_ref, counts
+
+
+def _f32_fscore(match: np.ndarray, hyp: np.ndarray, ref: np.ndarray, nc: int, beta: float, n_order: float, dt) -> Any:
+    """torchmetrics' ``_calculate_fscore`` in float32 (its states' dtype ``dt``), operation for operation, over
+    the last axis (orders: characters, then words)."""
+    m, h, r = (x.astype(dt) for x in (match, hyp, ref))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(h > 0, m / h, dt(0))
+        rc = np.where(r > 0, m / r, dt(0))
+    b2 = dt(beta**2)
+    den = np.maximum(b2 * p + rc, dt(_EPS))
+    f = dt(1 + beta**2) * p * rc / den
+    total = np.zeros(f.shape[:-1], dt)
+    for k in range(nc):  # Python's sum: in order, from 0
+        total = total + f[..., k]
+    words = np.zeros(f.shape[:-1], dt)
+    for k in range(nc, f.shape[-1]):
+        words = words + f[..., k]
+    return (total + words) / dt(n_order)
+
+
+def chrf_update(
+    site: Site,
+    preds: Any,
+    target: Any,
+    total_preds_char_n_grams: Any,
+    total_preds_word_n_grams: Any,
+    total_target_char_n_grams: Any,
+    total_target_word_n_grams: Any,
+    total_matching_char_n_grams: Any,
+    total_matching_word_n_grams: Any,
+    n_char_order: Any,
+    n_word_order: Any,
+    n_order: Any,
+    beta: Any,
+    lowercase: Any,
+    whitespace: Any,
+    sentence_chrf_score: Any = None,
+) -> tuple:
+    """``_chrf_score_update``: the six dicts' tensors added to in place (their float32 sums one segment at a
+    time, as the original's), the sentence scores appended; returns them as the original does."""
+    import torch
+
+    from turbometrics._ext import _text
+
+    dicts = (
+        total_preds_char_n_grams,
+        total_preds_word_n_grams,
+        total_target_char_n_grams,
+        total_target_word_n_grams,
+        total_matching_char_n_grams,
+        total_matching_word_n_grams,
+    )
+    nc, nw = n_char_order, n_word_order
+    if type(nc) is not int or type(nw) is not int or nc < 0 or nw < 0 or not 1 <= nc + nw <= _text.MAX_ORDER:
+        raise Fallback(f"n_char_order={nc!r}, n_word_order={nw!r}")
+    if type(beta) not in (int, float) or not 0 <= beta < 1e15 or type(n_order) not in (int, float):
+        raise Fallback(f"beta={beta!r}, n_order={n_order!r}")
+    if type(lowercase) is not bool or type(whitespace) is not bool:
+        raise Fallback(f"lowercase={lowercase!r}, whitespace={whitespace!r}")
+    if sentence_chrf_score is not None and type(sentence_chrf_score) is not list:
+        raise Fallback("sentence_chrf_score: not a list")
+    orders = (nc, nw, nc, nw, nc, nw)
+    for d, k in zip(dicts, orders):
+        if not isinstance(d, dict) or sorted(d) != list(range(1, k + 1)):
+            raise Fallback("the n-gram dicts: not those _prepare_n_grams_dicts makes")
+    states = [d[k] for d in dicts for k in sorted(d)]
+    dt = _states(states, "the n-gram totals")
+    if any(t.dim() for t in states):
+        raise Fallback("the n-gram totals: not scalars")
+    g = site.original.__globals__
+    eps = g.get("_EPS_SMOOTHING")
+    if torch.get_default_dtype() is not torch.float32 or not (
+        isinstance(eps, torch.Tensor) and eps.dtype is torch.float32 and eps.dim() == 0 and float(eps) == _EPS
+    ):
+        raise Fallback("torch's default dtype or torchmetrics' _EPS_SMOOTHING: not the float32 ones")
+    target_corpus, preds = g["_validate_inputs"](target, preds)  # its own errors
+    hyps, refs = _texts(preds), _reference_lists(target_corpus)
+    n = min(len(hyps), len(refs))  # as zip
+    hyps, refs = hyps[:n], refs[:n]
+    if not n:
+        return (*dicts, sentence_chrf_score)
+    chars = (lambda s: s) if whitespace else (lambda s: s.strip().replace(" ", ""))  # (torchmetrics' characters)
+    parts = []  # (per reference stream (n, orders, 3) [hyp, ref, match], hyp counts (n, orders)): chars, words
+    if nc:
+        char_hyps = [chars(h) for h in hyps]
+        parts.append(_chrf_part(char_hyps, _streams(refs, chars), nc, 0, lowercase))
+    if nw:
+        parts.append(_chrf_part(hyps, _streams(refs), 0, nw, lowercase))
+    per_ref = [np.concatenate(s, axis=1) for s in zip(*(p[0] for p in parts))]
+    hyp_counts = np.concatenate([p[1] for p in parts], axis=1)
+    order = nc + nw
+    fdt = np.float32  # the per-segment scores' dtype (torchmetrics' defaults, checked above)
+
+    best_f = np.zeros(n, fdt)
+    best_ref = np.zeros((n, order), np.int64)
+    best_match = np.zeros((n, order), np.int64)
+    for stats in per_ref:  # in reference order: a later one replaces the best only if strictly higher
+        f = _f32_fscore(stats[:, :, 2], hyp_counts, stats[:, :, 1], nc, float(beta), float(n_order), fdt)
+        better = f > best_f
+        best_f = np.where(better, f, best_f)
+        best_ref[better] = stats[better, :, 1]
+        best_match[better] = stats[better, :, 2]
+
+    values = np.concatenate(  # states (in `states`' order) as rows, then each segment's addition
+        [
+            hyp_counts[:, :nc].T,
+            hyp_counts[:, nc:].T,
+            best_ref[:, :nc].T,
+            best_ref[:, nc:].T,
+            best_match[:, :nc].T,
+            best_match[:, nc:].T,
+        ]
+    ).astype(dt)
+    start = torch.stack([t.detach().reshape(()) for t in states]).cpu().numpy().astype(dt)[:, None]
+    ends = np.cumsum(np.concatenate([start, values], axis=1), axis=1, dtype=dt)[:, -1]
+    with torch.no_grad():
+        for t, v in zip(states, ends.tolist()):
+            t.fill_(v)
+    if sentence_chrf_score is not None and n:  # (split gives one empty tensor for none)
+        sentence_chrf_score.extend(torch.from_numpy(best_f.astype(np.float32, copy=False)).split(1))
+    return (*dicts, sentence_chrf_score)

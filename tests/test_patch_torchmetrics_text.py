@@ -1,0 +1,271 @@
+"""Patched torchmetrics BLEU and chrF (``BLEUScore``, ``SacreBLEUScore``, ``CHRFScore`` and their functions):
+the same states, bit for bit, and the same scores as unpatched torchmetrics, on WMT17 and on generated text
+(ties between references, empty and missing references, unicode whose lowercase or tokens differ between
+torchmetrics and sacrebleu, whitespace of every kind)."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torchmetrics.functional.text import bleu_score, chrf_score, sacre_bleu_score
+from torchmetrics.text import BLEUScore, CHRFScore, SacreBLEUScore
+
+import turbometrics as tm
+from turbometrics.patch import calls
+from turbometrics.patch._torchmetrics_text import _differs
+
+
+def run_metric(make, batches):
+    """A metric updated with each (preds, target) batch: its states (lists concatenated) and compute()."""
+    m = make()
+    for preds, target in batches:
+        m.update(preds, target)
+    out = m.compute()
+    states = {k: getattr(m, k) for k in m._defaults}
+    return {k: torch.cat(v) if isinstance(v, list) else v for k, v in states.items()}, out
+
+
+def same_tensors(a, b):
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same_tensors(a[k], b[k])
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same_tensors(x, y)
+    else:
+        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), (a, b)
+
+
+def both(run, *args):
+    """(unpatched result, patched result, accelerated calls of the patched run)."""
+    tm.unpatch()
+    before = run(*args)
+    tm.patch(["torchmetrics"])
+    try:
+        start = _accelerated()
+        after = run(*args)
+        return before, after, _accelerated() - start
+    finally:
+        tm.unpatch()
+
+
+def _accelerated():
+    return sum(v for (name, kind), v in calls().items() if kind == "accelerated" and name.startswith("torchmetrics"))
+
+
+@pytest.fixture(scope="module")
+def segments(wmt17):
+    """Three references a segment (the reference and two other systems), a hypothesis system, 300 segments."""
+    s = wmt17["systems"]
+    refs = [list(r) for r in zip(wmt17["ref"], s["KIT"], s["online-B"])]
+    return s["online-A"][:300], refs[:300]
+
+
+BLEU_MAKERS = {
+    "BLEUScore": lambda: BLEUScore(),
+    "BLEUScore n_gram=2 smooth": lambda: BLEUScore(n_gram=2, smooth=True),
+    "SacreBLEUScore": lambda: SacreBLEUScore(),
+    "SacreBLEUScore intl lowercase": lambda: SacreBLEUScore(tokenize="intl", lowercase=True),
+    "SacreBLEUScore char": lambda: SacreBLEUScore(tokenize="char", n_gram=6),
+    "SacreBLEUScore zh lowercase": lambda: SacreBLEUScore(tokenize="zh", lowercase=True),
+    "SacreBLEUScore none": lambda: SacreBLEUScore(tokenize="none", weights=[0.4, 0.3, 0.2, 0.1]),
+}
+
+CHRF_MAKERS = {
+    "CHRFScore": lambda: CHRFScore(),
+    "CHRFScore sentence scores": lambda: CHRFScore(return_sentence_level_score=True),
+    "CHRFScore chrF (no words), whitespace": lambda: CHRFScore(n_word_order=0, whitespace=True),
+    "CHRFScore lowercase beta=1": lambda: CHRFScore(lowercase=True, beta=1.0, n_char_order=4, n_word_order=3),
+}
+
+
+@pytest.mark.parametrize("name", list(BLEU_MAKERS))
+def test_bleu_on_wmt17_three_references(segments, name):
+    hyps, refs = segments
+    batches = [(hyps[:200], refs[:200]), (hyps[200:], [r[:1] for r in refs[200:]])]  # 3 refs, then 1
+    before, after, fast = both(run_metric, BLEU_MAKERS[name], batches)
+    same_tensors(before, after)
+    assert fast == 2
+
+
+@pytest.mark.parametrize("name", list(CHRF_MAKERS))
+def test_chrf_on_wmt17(segments, name):
+    hyps, refs = segments
+    batches = [(hyps[:40], refs[:40]), (hyps[40:80], [r[1:2] for r in refs[40:80]])]
+    before, after, fast = both(run_metric, CHRF_MAKERS[name], batches)
+    same_tensors(before, after)
+    assert fast == 2
+
+
+def test_the_functions(segments):
+    hyps, refs = segments
+
+    def run():
+        return (
+            bleu_score(hyps, refs, n_gram=3),
+            sacre_bleu_score(hyps, refs, tokenize="13a", lowercase=True),
+            sacre_bleu_score(hyps[:5], [r[:1] for r in refs[:5]], tokenize="intl"),
+            chrf_score(hyps[:30], refs[:30], return_sentence_level_score=True),
+            chrf_score(hyps[0], refs[0]),  # one segment, its references as strs
+        )
+
+    before, after, fast = both(run)
+    same_tensors(before, after)
+    assert fast == 5
+
+
+def test_chrf_states_past_float32s_integers(segments):
+    """States near 2**24 (where float32 stops holding every integer): torchmetrics adds one segment at a time
+    in float32, and so does the patch."""
+    hyps, refs = segments
+
+    def run():
+        m = CHRFScore(n_word_order=1)
+        for name in m._defaults:
+            setattr(m, name, torch.tensor(2.0**24 - 3))
+        m.update(hyps[:20], refs[:20])
+        return {k: getattr(m, k) for k in m._defaults}, m.compute()
+
+    before, after, _ = both(run)
+    same_tensors(before, after)
+    assert float(before[0]["total_preds_char_1_grams"]) > 2**24
+
+
+def test_float64_states_and_a_reset(segments):
+    hyps, refs = segments
+
+    def run():
+        out = []
+        for m in (SacreBLEUScore(), CHRFScore(n_char_order=3)):
+            m.set_dtype(torch.float64)
+            m.update(hyps[:10], refs[:10])
+            m.reset()
+            m.update(hyps[10:20], refs[10:20])
+            out.append(({k: getattr(m, k) for k in m._defaults}, m.compute()))
+        return out
+
+    before, after, _ = both(run)
+    same_tensors(before, after)
+    assert before[0][0]["numerator"].dtype == torch.float64
+
+
+# --- generated text ----------------------------------------------------------------------------------------
+
+# what tells torchmetrics' tokens and characters apart from sacrebleu's: case-folding past one code point,
+# entities, hyphenated line breaks, trailing and unusual whitespace, numbers with separators, CJK
+_PIECES = st.sampled_from(
+    ["\u0130", "\u2126", "\u212a", "\u212b", "&QUOT;", "&amp;", "<SKIPPED>", "<skipped>", "-\n", "\n", "\t",
+     "\xa0", "  ", " ", ".", ",", "3.5", "1,000", "x-", "é", "ß", "中文", "の", "!", "'s", "(a)", "$", "--", "A",
+     "b", "ab", "Ab"]
+)  # fmt: skip
+_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=4)), max_size=8).map("".join)
+
+
+@st.composite
+def corpora(draw, min_refs=1):
+    n = draw(st.integers(0, 4))
+    hyps = draw(st.lists(_TEXT, min_size=n, max_size=n))
+    refs = [draw(st.lists(_TEXT, min_size=min_refs, max_size=3)) for _ in range(n)]
+    return hyps, refs
+
+
+def _outcome(run, *args):
+    try:
+        return run(*args)
+    except ValueError as e:
+        return type(e), str(e)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    corpora(),
+    st.sampled_from(["13a", "intl", "char", "zh", "none"]),
+    st.booleans(),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_bleu_on_generated_text(data, tokenize, lowercase, n_gram, smooth):
+    hyps, refs = data
+
+    def run():
+        return (
+            run_metric(lambda: SacreBLEUScore(n_gram, smooth, tokenize, lowercase), [(hyps, refs)]),
+            run_metric(lambda: BLEUScore(n_gram, smooth), [(hyps, refs)]),
+        )
+
+    before, after, _ = both(run)
+    same_tensors(before, after)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    corpora(min_refs=0),
+    st.integers(1, 4),
+    st.integers(0, 2),
+    st.sampled_from([2.0, 1.0, 0.5, 3.0, 0.1, 1.7]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_chrf_on_generated_text(data, n_char, n_word, beta, lowercase, whitespace):
+    hyps, refs = data
+
+    def run():
+        m = CHRFScore(n_char, n_word, beta, lowercase, whitespace, return_sentence_level_score=True)
+        return _outcome(run_metric, lambda: m, [(hyps, refs)])
+
+    before, after, _ = both(run)
+    if isinstance(before[0], type):
+        assert before == after
+    else:
+        same_tensors(before, after)
+
+
+def test_reference_length_ties_take_the_first_reference():
+    """torchmetrics takes the first of two equally close references (sacrebleu: the shorter)."""
+    hyps = ["a b c", "a b c d"]
+    refs = [["a b c d", "a b"], ["a b c d e f", "a b"]]
+    before, after, fast = both(run_metric, BLEUScore, [(hyps, refs)])
+    same_tensors(before, after)
+    assert float(after[0]["target_len"]) == 4 + 6  # sacrebleu: 2 + 2
+    assert fast == 1
+
+
+def test_fallbacks_run_the_original(caplog):
+    """What the patch does not reproduce runs torchmetrics' own code: a custom tokenizer, a str as preds (which
+    torchmetrics reads character by character), a segment without references (torchmetrics fails on it)."""
+
+    class Custom(SacreBLEUScore):
+        def update(self, preds, target):
+            from torchmetrics.functional.text.bleu import _bleu_score_update
+
+            self.preds_len, self.target_len = _bleu_score_update(
+                preds, target, self.numerator, self.denominator, self.preds_len, self.target_len, 4, str.split
+            )
+
+    def run():
+        out = [run_metric(Custom, [(["a b c"], [["a b c"]])]), run_metric(BLEUScore, [("a b", [["a"], ["b"]])])]
+        out.append(_outcome(run_metric, BLEUScore, [(["a"], [[]])]))
+        out.append(run_metric(BLEUScore, [(["a b", "c"], ["a b", "c d"])]))  # strs as targets: read by character
+        return out
+
+    before, after, fast = both(run)
+    same_tensors(before[:2] + before[3:], after[:2] + after[3:])
+    assert before[2] == after[2] and before[2][0] is ValueError
+    assert fast == 0
+
+
+def test_differs_flags_what_the_tokenizers_split_apart():
+    assert _differs("13a", False, "a-\nb") and not _differs("13a", False, "a-b")
+    assert _differs("13a", True, "&QUOT;") and not _differs("13a", False, "&QUOT;")
+    assert _differs("intl", False, "2026. ") and not _differs("intl", False, "2026.")
+    assert _differs("char", True, "İ") and not _differs("char", False, "İ")
+    assert _differs("zh", True, "\u2126") and not _differs("none", True, "\u2126 \u0130")
+
+
+def test_np_cumsum_adds_in_order():
+    """The chrF states' emulation relies on NumPy's float32 cumsum adding one value at a time."""
+    v = np.array([2.0**24, 1, 1, 1, 1], np.float32)
+    assert np.cumsum(v, dtype=np.float32)[-1] == 2.0**24  # each +1 rounds back (pairwise would give 2**24 + 4)
