@@ -1,4 +1,5 @@
-"""Patched torchmetrics BLEU and chrF (``BLEUScore``, ``SacreBLEUScore``, ``CHRFScore`` and their functions):
+"""Patched torchmetrics BLEU, chrF and TER (``BLEUScore``, ``SacreBLEUScore``, ``CHRFScore``,
+``TranslationEditRate`` and their functions):
 the same states, bit for bit, and the same scores as unpatched torchmetrics, on WMT17 and on generated text
 (ties between references, empty and missing references, unicode whose lowercase or tokens differ between
 torchmetrics and sacrebleu, whitespace of every kind)."""
@@ -8,8 +9,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torchmetrics.functional.text import bleu_score, chrf_score, sacre_bleu_score
-from torchmetrics.text import BLEUScore, CHRFScore, SacreBLEUScore
+from torchmetrics.functional.text import bleu_score, chrf_score, sacre_bleu_score, translation_edit_rate
+from torchmetrics.text import BLEUScore, CHRFScore, SacreBLEUScore, TranslationEditRate
 
 import turbometrics as tm
 from turbometrics.patch import calls
@@ -100,6 +101,26 @@ def test_chrf_on_wmt17(segments, name):
     assert fast == 2
 
 
+TER_MAKERS = {
+    "TranslationEditRate": lambda: TranslationEditRate(),
+    "TranslationEditRate sentence scores, cased": lambda: TranslationEditRate(
+        lowercase=False, return_sentence_level_score=True
+    ),
+    "TranslationEditRate normalize no_punctuation asian": lambda: TranslationEditRate(
+        normalize=True, no_punctuation=True, asian_support=True
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TER_MAKERS))
+def test_ter_on_wmt17_three_references(segments, name):
+    hyps, refs = segments
+    batches = [(hyps[:25], refs[:25]), (hyps[25:50], [r[2:] for r in refs[25:50]])]
+    before, after, fast = both(run_metric, TER_MAKERS[name], batches)
+    same_tensors(before, after)
+    assert fast == 2
+
+
 def test_the_functions(segments):
     hyps, refs = segments
 
@@ -110,11 +131,13 @@ def test_the_functions(segments):
             sacre_bleu_score(hyps[:5], [r[:1] for r in refs[:5]], tokenize="intl"),
             chrf_score(hyps[:30], refs[:30], return_sentence_level_score=True),
             chrf_score(hyps[0], refs[0]),  # one segment, its references as strs
+            translation_edit_rate(hyps[:20], refs[:20], return_sentence_level_score=True),
+            translation_edit_rate(hyps[0], [refs[0][0]]),  # one segment: a str and a list of one str
         )
 
     before, after, fast = both(run)
     same_tensors(before, after)
-    assert fast == 5
+    assert fast == 7
 
 
 def test_chrf_states_past_float32s_integers(segments):
@@ -214,6 +237,38 @@ def test_chrf_on_generated_text(data, n_char, n_word, beta, lowercase, whitespac
 
     def run():
         m = CHRFScore(n_char, n_word, beta, lowercase, whitespace, return_sentence_level_score=True)
+        return _outcome(run_metric, lambda: m, [(hyps, refs)])
+
+    before, after, _ = both(run)
+    if isinstance(before[0], type):
+        assert before == after
+    else:
+        same_tensors(before, after)
+
+
+_WORDS = st.lists(st.sampled_from(["a", "b", "c", "d", "A", "e.", "'s", "&amp;", "中", "  ", "\t"]), max_size=14).map(
+    " ".join
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.integers(0, 4).flatmap(
+        lambda n: st.tuples(
+            st.lists(_WORDS, min_size=n, max_size=n),
+            st.lists(st.lists(_WORDS, min_size=1, max_size=3), min_size=n, max_size=n),
+        )
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_ter_on_generated_text(data, normalize, lowercase, asian):
+    """Repeated words make many shifts; empty hypotheses and references; torchmetrics' swapped roles."""
+    hyps, refs = data
+
+    def run():
+        m = TranslationEditRate(normalize, False, lowercase, asian, return_sentence_level_score=True)
         return _outcome(run_metric, lambda: m, [(hyps, refs)])
 
     before, after, _ = both(run)

@@ -179,6 +179,16 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         label="torchmetrics chrF statistics",
         when="_torchmetrics_text.chrf_parameters",
     ),
+    # TranslationEditRate and translation_edit_rate
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.ter",
+        "_ter_update",
+        SWAP_CODE,
+        fast="_torchmetrics_text.ter_update",
+        label="torchmetrics TER statistics",
+        when="_torchmetrics_text.ter_parameters",
+    ),
     # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
     EntryPoint(
         LM_EVAL,

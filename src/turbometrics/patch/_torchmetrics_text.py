@@ -393,3 +393,69 @@ def chrf_update(
     if sentence_chrf_score is not None and n:  # (split gives one empty tensor for none)
         sentence_chrf_score.extend(torch.from_numpy(best_f.astype(np.float32, copy=False)).split(1))
     return (*dicts, sentence_chrf_score)
+
+
+# --- TER ---------------------------------------------------------------------------------------------------
+
+_TER_PARAMS = ["preds", "target", "tokenizer", "total_num_edits", "total_tgt_length", "sentence_ter"]
+
+
+def ter_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``_ter_update``: parameters other than those the fast path was written for."""
+    return _parameters_differ(func, _TER_PARAMS)
+
+
+def ter_update(
+    site: Site, preds: Any, target: Any, tokenizer: Any, total_num_edits: Any, total_tgt_length: Any, sentence_ter: Any
+) -> tuple:
+    """``_ter_update``: torchmetrics' own tokens (its tokenizer), our edit counts, its float32 sums one segment at
+    a time (reproduced in NumPy); returns the states (added to in place) and the sentence scores, as the original.
+
+    torchmetrics shifts the *reference* towards the hypothesis (``_translation_edit_rate(tgt_words,
+    pred_words)``, the reverse of sacrebleu's roles) and counts 0 edits for an empty hypothesis; the kernel
+    (sacrebleu's TER) is run with the roles swapped the same way."""
+    import torch
+
+    from turbometrics._ext import _text
+
+    g = site.original.__globals__
+    dt = _states([total_num_edits, total_tgt_length], "total_num_edits, total_tgt_length")
+    if total_num_edits.dim() or total_tgt_length.dim():
+        raise Fallback("total_num_edits, total_tgt_length: not scalars")
+    if sentence_ter is not None and type(sentence_ter) is not list:
+        raise Fallback("sentence_ter: not a list")
+    if torch.get_default_dtype() is not torch.float32:
+        raise Fallback("torch's default dtype: not float32")
+    target_corpus, preds = g["_validate_inputs"](target, preds)  # its own errors
+    hyps, refs = _texts(preds), _reference_lists(target_corpus)
+    n = min(len(hyps), len(refs))  # as zip
+    hyps, refs = hyps[:n], refs[:n]
+    if any(not r for r in refs):
+        raise Fallback("target: a segment without references (the original divides by zero)")
+    if not n:
+        return total_num_edits, total_tgt_length, sentence_ter
+    prep = g["_preprocess_sentence"]
+    hyp_words = [prep(h, tokenizer) for h in hyps]
+    ref_words = [[prep(r, tokenizer) for r in rs] for rs in refs]
+    best = np.full(n, np.iinfo(np.int64).max, np.int64)
+    for stream in _streams(ref_words):  # the reference as the kernel's hypothesis, the hypothesis as its reference
+        have = [i for i, s in enumerate(stream) if s is not None]
+        edits = _text.ter_stats([stream[i] for i in have], [[hyp_words[i] for i in have]], _threads())[:, 0]
+        best[have] = np.minimum(best[have], edits)
+    best[[i for i, h in enumerate(hyp_words) if not h.split()]] = 0  # torchmetrics: no words, no edits
+    f32 = np.float32
+    lengths = np.array([sum(len(r.split()) for r in rs) for rs in ref_words], f32)
+    avg = lengths / np.array([len(rs) for rs in ref_words], f32)  # tensor(0.0) += len, then / references
+    edits32 = best.astype(f32)
+    start = torch.stack([total_num_edits.detach(), total_tgt_length.detach()]).cpu().numpy().astype(dt)[:, None]
+    values = np.stack([edits32, avg]).astype(dt)
+    ends = np.cumsum(np.concatenate([start, values], axis=1), axis=1, dtype=dt)[:, -1]
+    if sentence_ter is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(avg > 0, edits32 / avg, f32(1)).astype(f32)
+        score[best == 0] = 0  # (1 only for edits against references of no words)
+        sentence_ter.extend(torch.from_numpy(score).split(1))
+    with torch.no_grad():
+        total_num_edits.fill_(float(ends[0]))
+        total_tgt_length.fill_(float(ends[1]))
+    return total_num_edits, total_tgt_length, sentence_ter
