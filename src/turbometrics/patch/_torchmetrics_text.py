@@ -267,9 +267,18 @@ def _chrf_part(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> 
     an (n, orders, 3) array of [hyp, ref, match], and the hypotheses' own counts (n, orders)."""
     n = len(hyps)
     per_ref = [rows.reshape(n, -1, 3) for rows in _chrf_rows(hyps, streams, nc, nw, lowercase)]
-    # the hypotheses' own counts, against themselves: the kernel, as sacrebleu, counts none of an order the
-    # reference has none of
-    counts = _chrf_rows(hyps, [hyps], nc, nw, lowercase)[0].reshape(n, -1, 3)[:, :, 0]
+    # The kernel, as sacrebleu, counts none of the hypothesis' n-grams of an order its reference has none of:
+    # a text's n-grams of order k are max(0, L - k + 1), L read where the reference has unigrams, the rest
+    # counted against the hypothesis itself.
+    units = np.full(n, -1, np.int64)
+    for stats in per_ref:
+        take = (units < 0) & (stats[:, 0, 1] > 0)
+        units[take] = stats[take, 0, 0]
+    need = np.flatnonzero(units < 0).tolist()
+    if need:
+        sub = [hyps[i] for i in need]
+        units[need] = _chrf_rows(sub, [sub], min(nc, 1), min(nw, 1), lowercase)[0][:, 0]
+    counts = np.maximum(units[:, None] - np.arange(nc + nw), 0)
     return per_ref, counts
 
 
