@@ -1,5 +1,5 @@
-"""Patched torchmetrics BLEU, chrF and TER (``BLEUScore``, ``SacreBLEUScore``, ``CHRFScore``,
-``TranslationEditRate`` and their functions):
+"""Patched torchmetrics BLEU, chrF, TER and ROUGE (``BLEUScore``, ``SacreBLEUScore``, ``CHRFScore``,
+``TranslationEditRate``, ``ROUGEScore`` and their functions):
 the same states, bit for bit, and the same scores as unpatched torchmetrics, on WMT17 and on generated text
 (ties between references, empty and missing references, unicode whose lowercase or tokens differ between
 torchmetrics and sacrebleu, whitespace of every kind)."""
@@ -7,10 +7,10 @@ torchmetrics and sacrebleu, whitespace of every kind)."""
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from torchmetrics.functional.text import bleu_score, chrf_score, sacre_bleu_score, translation_edit_rate
-from torchmetrics.text import BLEUScore, CHRFScore, SacreBLEUScore, TranslationEditRate
+from torchmetrics.functional.text import bleu_score, chrf_score, rouge_score, sacre_bleu_score, translation_edit_rate
+from torchmetrics.text import BLEUScore, CHRFScore, ROUGEScore, SacreBLEUScore, TranslationEditRate
 
 import turbometrics as tm
 from turbometrics.patch import calls
@@ -24,7 +24,13 @@ def run_metric(make, batches):
         m.update(preds, target)
     out = m.compute()
     states = {k: getattr(m, k) for k in m._defaults}
-    return {k: torch.cat(v) if isinstance(v, list) else v for k, v in states.items()}, out
+    return {k: _joined(v) if isinstance(v, list) else v for k, v in states.items()}, out
+
+
+def _joined(v):
+    if not v:
+        return torch.empty(0)
+    return torch.stack(v) if v[0].dim() == 0 else torch.cat(v)  # ROUGE's 0-d, chrF's and TER's (1,)
 
 
 def same_tensors(a, b):
@@ -37,7 +43,8 @@ def same_tensors(a, b):
         for x, y in zip(a, b):
             same_tensors(x, y)
     else:
-        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), (a, b)
+        assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+        assert torch.allclose(a, b, rtol=0, atol=0, equal_nan=True), (a, b)  # equal, NaN included
 
 
 def both(run, *args):
@@ -121,6 +128,23 @@ def test_ter_on_wmt17_three_references(segments, name):
     assert fast == 2
 
 
+ROUGE_MAKERS = {
+    "ROUGEScore": lambda: ROUGEScore(),
+    "ROUGEScore stemmer avg": lambda: ROUGEScore(use_stemmer=True, accumulate="avg"),
+    "ROUGEScore rouge3/9/L": lambda: ROUGEScore(rouge_keys=("rouge3", "rouge9", "rougeL")),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUGE_MAKERS))
+def test_rouge_on_the_summaries(summaries, nltk_punkt, name):
+    preds, refs = summaries
+    two = [[r, p] for r, p in zip(refs, preds[1:] + preds[:1])]  # a second reference: another prediction
+    batches = [(preds[:60], two[:60]), (preds[60:120], refs[60:120])]  # two references, then a str each
+    before, after, fast = both(run_metric, ROUGE_MAKERS[name], batches)
+    same_tensors(before, after)
+    assert fast == 2
+
+
 def test_the_functions(segments):
     hyps, refs = segments
 
@@ -133,11 +157,13 @@ def test_the_functions(segments):
             chrf_score(hyps[0], refs[0]),  # one segment, its references as strs
             translation_edit_rate(hyps[:20], refs[:20], return_sentence_level_score=True),
             translation_edit_rate(hyps[0], [refs[0][0]]),  # one segment: a str and a list of one str
+            rouge_score(hyps[:20], refs[:20], rouge_keys=("rouge1", "rougeL")),
+            rouge_score(hyps[0], refs[0][0], accumulate="avg", rouge_keys="rouge2"),
         )
 
     before, after, fast = both(run)
     same_tensors(before, after)
-    assert fast == 7
+    assert fast == 9
 
 
 def test_chrf_states_past_float32s_integers(segments):
@@ -180,7 +206,8 @@ def test_float64_states_and_a_reset(segments):
 # what tells torchmetrics' tokens and characters apart from sacrebleu's: case-folding past one code point,
 # entities, hyphenated line breaks, trailing and unusual whitespace, numbers with separators, CJK
 _PIECES = st.sampled_from(
-    ["\u0130", "\u2126", "\u212a", "\u212b", "&QUOT;", "&amp;", "<SKIPPED>", "<skipped>", "-\n", "\n", "\t",
+    ["\u0130", "\u2126", "\u212a", "\u212b", "\u03a3", "\u0391\u03a3", "\u03c2", "-<skipped>\n", "&QUOT;",
+     "&amp;", "<SKIPPED>", "<skipped>", "-\n", "\n", "\t",
      "\xa0", "  ", " ", ".", ",", "3.5", "1,000", "x-", "é", "ß", "中文", "の", "!", "'s", "(a)", "$", "--", "A",
      "b", "ab", "Ab"]
 )  # fmt: skip
@@ -278,6 +305,34 @@ def test_ter_on_generated_text(data, normalize, lowercase, asian):
         same_tensors(before, after)
 
 
+_SENTENCES = st.lists(
+    st.sampled_from(["The cat sat.", "Dr. Smith ran", "dogs running!", "\n", " ", "a b a b", "U.S. Army", "3.5 m", "?"])
+    | st.text(max_size=6),
+    max_size=6,
+).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(  # (nltk_punkt only puts the shared data on nltk's path: the same for every example)
+    st.integers(0, 3).flatmap(
+        lambda n: st.tuples(
+            st.lists(_SENTENCES, min_size=n, max_size=n),
+            st.lists(st.lists(_SENTENCES, min_size=1, max_size=3), min_size=n, max_size=n),
+        )
+    ),
+    st.booleans(),
+    st.sampled_from(["best", "avg"]),
+)
+def test_rouge_on_generated_text(nltk_punkt, data, stem, accumulate):
+    """Ties between references' F (the first wins), empty texts and sentences, repeated words (LCS unions)."""
+    hyps, refs = data
+    keys = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    before, after, _ = both(
+        run_metric, lambda: ROUGEScore(stem, accumulate=accumulate, rouge_keys=keys), [(hyps, refs)]
+    )
+    same_tensors(before, after)
+
+
 def test_reference_length_ties_take_the_first_reference():
     """torchmetrics takes the first of two equally close references (sacrebleu: the shorter)."""
     hyps = ["a b c", "a b c d"]
@@ -312,12 +367,35 @@ def test_fallbacks_run_the_original(caplog):
     assert fast == 0
 
 
+def test_what_lowercasing_after_tokenizing_changes():
+    """str.lower() makes a final sigma of a capital sigma before a space: torchmetrics lowercases after its
+    tokenizer has put spaces in (BLEU), and before removing spaces (chrF); and 13a drops "<skipped>" before
+    "-\\n", where sacrebleu has stripped the line first (found by a review)."""
+
+    def run():
+        return (
+            run_metric(
+                lambda: SacreBLEUScore(1, tokenize="char", lowercase=True), [(["\u0391\u03a3"], [["\u03b1\u03c2"]])]
+            ),
+            run_metric(
+                lambda: SacreBLEUScore(1, lowercase=True), [(["\u0391\u03a3:\u0392"], [["\u03b1\u03c3 : \u03b2"]])]
+            ),
+            run_metric(lambda: SacreBLEUScore(2), [(["a b-<skipped>\n"], [["a b"]])]),
+            run_metric(lambda: CHRFScore(2, 0, lowercase=True), [(["\u0391\u03a3 \u0392"], [["\u03b1\u03c2\u03b2"]])]),
+        )
+
+    before, after, fast = both(run)
+    same_tensors(before, after)
+    assert fast == 4
+
+
 def test_differs_flags_what_the_tokenizers_split_apart():
     assert _differs("13a", False, "a-\nb") and not _differs("13a", False, "a-b")
     assert _differs("13a", True, "&QUOT;") and not _differs("13a", False, "&QUOT;")
     assert _differs("intl", False, "2026. ") and not _differs("intl", False, "2026.")
     assert _differs("char", True, "İ") and not _differs("char", False, "İ")
     assert _differs("zh", True, "\u2126") and not _differs("none", True, "\u2126 \u0130")
+    assert _differs("13a", False, "b-<skipped>\n") and _differs("intl", True, "\u03a3")
 
 
 def test_np_cumsum_adds_in_order():

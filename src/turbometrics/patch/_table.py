@@ -189,6 +189,16 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         label="torchmetrics TER statistics",
         when="_torchmetrics_text.ter_parameters",
     ),
+    # ROUGEScore and rouge_score
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.rouge",
+        "_rouge_score_update",
+        SWAP_CODE,
+        fast="_torchmetrics_text.rouge_update",
+        label="torchmetrics ROUGE scores",
+        when="_torchmetrics_text.rouge_parameters",
+    ),
     # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
     EntryPoint(
         LM_EVAL,

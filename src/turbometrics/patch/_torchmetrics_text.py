@@ -1,26 +1,28 @@
-"""torchmetrics >= 1.0: BLEU and chrF statistics from turbometrics' kernels.
+"""torchmetrics >= 1.0 (written and tested for 1.9.0): BLEU, chrF, TER and ROUGE statistics from our kernels.
 
-torchmetrics counts n-grams in Python with a tensor operation per n-gram (``BLEUScore``, ``SacreBLEUScore``
-and their functions: about 0.7 ms a WMT17 segment; ``CHRFScore`` and ``chrf_score``: about 19 ms). Both
-metric families gather their statistics in one module-level function, ``_bleu_score_update`` and
-``_chrf_score_update``, which the classes' ``update`` and the functions call; the patch swaps those two
-functions' code (see ``_table``), so torchmetrics' own ``compute``, ``forward``, ``merge_state`` and sync
-run unchanged on the states left.
+torchmetrics counts n-grams, edits and LCS tables in Python, BLEU and chrF with a tensor operation per
+n-gram (on WMT17 segments: BLEU about 0.6 ms each, TER 7 ms, chrF 25 ms). Each metric family gathers its
+statistics in one module-level function (``_bleu_score_update``, ``_chrf_score_update``, ``_ter_update``,
+``_rouge_score_update``), which the classes' ``update`` and the functions call; the patch swaps those
+functions' code (see ``_table``), so torchmetrics' own ``compute``, ``forward``, ``merge_state`` and sync run
+unchanged on the states left.
 
 The same states, bit for bit:
 
 - chrF: torchmetrics picks each segment's reference by its float32 F-score (the first with the highest,
   none if all score 0) and adds each segment's counts to float32 states one segment at a time; both are
-  reproduced in NumPy float32 (``np.cumsum`` adds in order), so the states are the original's at any size.
+  reproduced in NumPy float32 (``np.cumsum`` adds in order), so the states are the original's past 2**24 too.
+- TER: torchmetrics' own tokens; our edit counts with its roles (it shifts the reference); its float32 sums.
+- ROUGE: rouge-score's per-pair numbers (torchmetrics' with its default normalizer and tokenizer) rounded to
+  float32; its best reference (``torch.argmax``) or torch's own ``mean``.
 - BLEU: the n-gram counts (clipped against the references' union) and lengths (torchmetrics' closest
   reference: the first in its list on a tie) are summed exactly and added once a call. While a state stays
   below 2**24 (16.7 million n-grams of an order) that is the original's value; past it, torchmetrics' own
   float32 additions of one n-gram at a time stall (2**24 + 1 rounds back to 2**24), ours do not.
 
-Segments whose tokens our sacrebleu-style tokenizers would make differently (torchmetrics lowercases after
-tokenizing and does not strip trailing whitespace first: ``"&QUOT;"`` under ``lowercase``, ``"-\\n"`` for
-13a, trailing whitespace for intl, U+0130 for char) are tokenized by torchmetrics' own tokenizer, and the
-kernel counts those tokens.
+Segments whose tokens our sacrebleu-style tokenizers could make differently (torchmetrics lowercases after
+tokenizing and does not strip trailing whitespace first: see ``_differs``) are tokenized by torchmetrics' own
+tokenizer, and the kernel counts those tokens.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ _CHRF_PARAMS = [
     "whitespace",
     "sentence_chrf_score",
 ]
+_TER_PARAMS = ["preds", "target", "tokenizer", "total_num_edits", "total_tgt_length", "sentence_ter"]
+_ROUGE_PARAMS = ["preds", "target", "rouge_keys_values", "accumulate", "stemmer", "normalizer", "tokenizer"]
 
 
 def _parameters_differ(func: types.FunctionType, wanted: list[str]) -> str | None:
@@ -77,7 +81,9 @@ def chrf_parameters(func: types.FunctionType) -> str | None:
 
 
 def _texts(preds: Any) -> list[str]:
-    if not isinstance(preds, (list, tuple)) or not all(type(p) is str for p in preds):
+    from turbometrics._ext import _text
+
+    if not isinstance(preds, (list, tuple)) or _text.str_scan(list(preds), False)[0] >= 0:
         raise Fallback("preds: not a list or tuple of str")  # (a str is iterated by character there)
     return list(preds)
 
@@ -109,6 +115,15 @@ def _states(tensors: list, name: str) -> Any:
     if len(dtypes) != 1 or dtypes.pop() not in (torch.float32, torch.float64) or any(t.requires_grad for t in tensors):
         raise Fallback(f"{name}: not float32 or float64 tensors without gradient")
     return np.float32 if tensors[0].dtype is torch.float32 else np.float64
+
+
+def _check_default_device() -> None:
+    """torchmetrics makes its per-segment tensors on torch's default device; on a GPU its float32 divisions by a
+    Python number (TER's average length) are a multiplication by the reciprocal, which NumPy's are not."""
+    import torch
+
+    if torch.empty(()).device.type != "cpu":
+        raise Fallback("torch's default device: not the CPU")
 
 
 def _threads() -> int:
@@ -151,11 +166,14 @@ def _bleu_tokenizer(site: Site, tokenizer: Any) -> tuple[str, bool]:
 
 def _differs(tok: str, lowercase: bool, s: str) -> bool:
     """Whether torchmetrics' tokens of ``s`` may differ from sacrebleu's (ours): it lowercases after tokenizing
-    and does not ``rstrip`` first (checked per character class over every code point: lowercasing keeps
-    ``\\p{N}``/``\\p{P}``/``\\p{S}``; only U+0130 becomes two code points; U+2126, U+212A and U+212B leave zh's
-    Chinese ranges)."""
+    and does not ``rstrip`` first. Checked per code point: lowercasing keeps ``\\p{N}``/``\\p{P}``/``\\p{S}``;
+    only U+0130 becomes two code points; U+2126, U+212A and U+212B leave zh's Chinese ranges; and U+03A3 (Σ)
+    lowers by its neighbours (final ς), which the tokenizers' spaces change. 13a drops ``<skipped>`` before
+    ``-\\n``, so a trailing ``-<skipped>\\n`` is one only there."""
+    if lowercase and tok != "none" and "\u03a3" in s:
+        return True
     if tok == "13a":
-        return "-\n" in s or (lowercase and ("&" in s or "<" in s))
+        return "-\n" in s.replace("<skipped>", "") or (lowercase and ("&" in s or "<" in s))
     if tok == "intl":
         return s[-1:].isspace() or (lowercase and "\u0130" in s)
     if tok == "char":
@@ -240,9 +258,10 @@ def bleu_update(
     return preds_len, target_len
 
 
-_EPS = float(np.float32(1e-16))  # torchmetrics' _EPS_SMOOTHING, tensor(1e-16)
-
 # --- chrF --------------------------------------------------------------------------------------------------
+
+
+_EPS = float(np.float32(1e-16))  # torchmetrics' _EPS_SMOOTHING, tensor(1e-16)
 
 
 def _chrf_rows(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> list[np.ndarray]:
@@ -254,7 +273,7 @@ def _chrf_rows(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> 
     for stream in streams:
         rows = np.zeros((n, 3 * (nc + nw)), np.int64)
         have = [i for i, s in enumerate(stream) if s is not None]
-        if have:
+        if have:  # (beta: no choice among one reference; whitespace kept: the caller made the characters)
             rows[have] = _text.chrf_stats(
                 [hyps[i] for i in have], [[stream[i] for i in have]], nc, nw, 2.0, True, False, lowercase, _threads()
             )
@@ -283,8 +302,8 @@ def _chrf_part(hyps: list, streams: list, nc: int, nw: int, lowercase: bool) -> 
 
 
 def _f32_fscore(match: np.ndarray, hyp: np.ndarray, ref: np.ndarray, nc: int, beta: float, n_order: float, dt) -> Any:
-    """torchmetrics' ``_calculate_fscore`` in float32 (its states' dtype ``dt``), operation for operation, over
-    the last axis (orders: characters, then words)."""
+    """torchmetrics' ``_calculate_fscore`` in ``dt`` (float32: its per-segment tensors'), operation for operation,
+    over the last axis (orders: characters, then words)."""
     m, h, r = (x.astype(dt) for x in (match, hyp, ref))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(h > 0, m / h, dt(0))
@@ -350,6 +369,7 @@ def chrf_update(
     dt = _states(states, "the n-gram totals")
     if any(t.dim() for t in states):
         raise Fallback("the n-gram totals: not scalars")
+    _check_default_device()
     g = site.original.__globals__
     eps = g.get("_EPS_SMOOTHING")
     if torch.get_default_dtype() is not torch.float32 or not (
@@ -364,15 +384,15 @@ def chrf_update(
         return (*dicts, sentence_chrf_score)
     chars = (lambda s: s) if whitespace else (lambda s: s.strip().replace(" ", ""))  # (torchmetrics' characters)
     parts = []  # (per reference stream (n, orders, 3) [hyp, ref, match], hyp counts (n, orders)): chars, words
-    if nc:
-        char_hyps = [chars(h) for h in hyps]
-        parts.append(_chrf_part(char_hyps, _streams(refs, chars), nc, 0, lowercase))
+    if nc:  # lowercased first, as torchmetrics: str.lower's final sigma depends on the spaces around it
+        low = (lambda s: chars(s.lower())) if lowercase else chars
+        parts.append(_chrf_part([low(h) for h in hyps], _streams(refs, low), nc, 0, False))
     if nw:
         parts.append(_chrf_part(hyps, _streams(refs), 0, nw, lowercase))
     per_ref = [np.concatenate(s, axis=1) for s in zip(*(p[0] for p in parts))]
     hyp_counts = np.concatenate([p[1] for p in parts], axis=1)
     order = nc + nw
-    fdt = np.float32  # the per-segment scores' dtype (torchmetrics' defaults, checked above)
+    fdt = np.float32  # the per-segment tensors' dtype (torch's default, checked above)
 
     best_f = np.zeros(n, fdt)
     best_ref = np.zeros((n, order), np.int64)
@@ -399,14 +419,12 @@ def chrf_update(
     with torch.no_grad():
         for t, v in zip(states, ends.tolist()):
             t.fill_(v)
-    if sentence_chrf_score is not None and n:  # (split gives one empty tensor for none)
-        sentence_chrf_score.extend(torch.from_numpy(best_f.astype(np.float32, copy=False)).split(1))
+    if sentence_chrf_score is not None:
+        sentence_chrf_score.extend(torch.from_numpy(best_f).split(1))
     return (*dicts, sentence_chrf_score)
 
 
 # --- TER ---------------------------------------------------------------------------------------------------
-
-_TER_PARAMS = ["preds", "target", "tokenizer", "total_num_edits", "total_tgt_length", "sentence_ter"]
 
 
 def ter_parameters(func: types.FunctionType) -> str | None:
@@ -428,6 +446,8 @@ def ter_update(
     from turbometrics._ext import _text
 
     g = site.original.__globals__
+    if type(tokenizer) is not g.get("_TercomTokenizer"):
+        raise Fallback("tokenizer: not torchmetrics' _TercomTokenizer")  # (its str out is what the kernel reads)
     dt = _states([total_num_edits, total_tgt_length], "total_num_edits, total_tgt_length")
     if total_num_edits.dim() or total_tgt_length.dim():
         raise Fallback("total_num_edits, total_tgt_length: not scalars")
@@ -435,6 +455,7 @@ def ter_update(
         raise Fallback("sentence_ter: not a list")
     if torch.get_default_dtype() is not torch.float32:
         raise Fallback("torch's default dtype: not float32")
+    _check_default_device()
     target_corpus, preds = g["_validate_inputs"](target, preds)  # its own errors
     hyps, refs = _texts(preds), _reference_lists(target_corpus)
     n = min(len(hyps), len(refs))  # as zip
@@ -468,3 +489,99 @@ def ter_update(
         total_num_edits.fill_(float(ends[0]))
         total_tgt_length.fill_(float(ends[1]))
     return total_num_edits, total_tgt_length, sentence_ter
+
+
+# --- ROUGE -------------------------------------------------------------------------------------------------
+
+_SCORES = ("precision", "recall", "fmeasure")  # the order of torchmetrics' dicts
+
+
+def rouge_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``_rouge_score_update``: parameters other than those the fast path was written for."""
+    return _parameters_differ(func, _ROUGE_PARAMS)
+
+
+def _rouge_types(keys: Any) -> list[str]:
+    if not isinstance(keys, list) or not keys:
+        raise Fallback(f"rouge_keys_values={keys!r}")
+    out = []
+    for k in keys:
+        if (type(k) is int and 1 <= k <= 9) or (type(k) is str and k in ("L", "Lsum")):
+            out.append(f"rouge{k}")
+        else:
+            raise Fallback(f"rouge_keys_values={keys!r}")
+    return out
+
+
+def rouge_update(
+    site: Site,
+    preds: Any,
+    target: Any,
+    rouge_keys_values: Any,
+    accumulate: Any,
+    stemmer: Any = None,
+    normalizer: Any = None,
+    tokenizer: Any = None,
+) -> dict:
+    """``_rouge_score_update``: each (prediction, reference) pair's precision, recall and F from our kernel
+    (rouge-score's numbers, which are torchmetrics' for its default normalizer and tokenizer: the same
+    ``[a-z0-9]`` runs, Porter stems past 3 characters, ROUGE-Lsum on ``nltk.sent_tokenize``'s sentences with the
+    same union LCS), rounded to float32 as ``tensor(x)`` does; the best reference by ``torch.argmax`` of the
+    float32 F (the first of equals) or the float32 ``mean`` torchmetrics takes."""
+    import torch
+
+    from turbometrics import metrics
+
+    if normalizer is not None or tokenizer is not None:
+        raise Fallback("normalizer or tokenizer: the caller's own")
+    if torch.get_default_dtype() is not torch.float32:
+        raise Fallback("torch's default dtype: not float32")  # (its tensor(x) of each score)
+    _check_default_device()
+    if stemmer is None:
+        stem = False
+    else:
+        from nltk.stem import porter
+
+        if type(stemmer) is not porter.PorterStemmer or stemmer.mode != porter.PorterStemmer.NLTK_EXTENSIONS:
+            raise Fallback(f"stemmer: {stemmer!r}")
+        stem = True
+    if accumulate not in ("best", "avg"):
+        raise Fallback(f"accumulate={accumulate!r}")
+    keys = rouge_keys_values
+    types_ = _rouge_types(keys)
+    hyps, refs = _texts(preds), _reference_lists(target)
+    n = min(len(hyps), len(refs))  # as zip
+    hyps, refs = hyps[:n], refs[:n]
+    if any(not r for r in refs):
+        raise Fallback("target: a segment without references (the original fails on it)")
+    results: dict = {k: [] for k in keys}
+    if not n:
+        return results
+    lsum = "Lsum" in keys
+    if lsum:
+        site.original.__globals__["_ensure_nltk_punkt_is_downloaded"]()  # its own errors (or download)
+    sizes = np.array([len(r) for r in refs])
+    flat_hyps = [h for h, k in zip(hyps, sizes.tolist()) for _ in range(k)]
+    flat_refs = [r for rs in refs for r in rs]
+    try:
+        rows = metrics.ROUGE(types_, stem, lsum)._stats(flat_hyps, flat_refs, _threads())[0]
+    except (TypeError, ValueError, ImportError) as e:  # e.g. no sentence splitter for ROUGE-Lsum
+        raise Fallback(str(e)) from None
+    vals = rows.reshape(len(flat_refs), len(keys), 3).astype(np.float32)  # tensor(float): float32's rounding
+    starts = np.cumsum(sizes) - sizes
+    for q, k in enumerate(keys):
+        out = results[k]
+        v = vals[:, q]
+        if accumulate == "best" or (sizes == 1).all():
+            if (sizes == 1).all():
+                pick = v
+            else:  # torch.argmax of the float32 F: the first of equals (no NaN here)
+                f = v[:, 2]
+                pick = v[[a + int(np.argmax(f[a : a + s])) for a, s in zip(starts.tolist(), sizes.tolist())]]
+            cols = [torch.from_numpy(np.ascontiguousarray(pick[:, j])).unbind(0) for j in range(3)]
+            out.extend({s: c[i] for s, c in zip(_SCORES, cols)} for i in range(n))
+        else:  # torch's float32 mean over each segment's references, as torchmetrics takes it
+            t = torch.from_numpy(v)
+            for a, s in zip(starts.tolist(), sizes.tolist()):
+                out.append({name: t[a : a + s, j].contiguous().mean() for j, name in enumerate(_SCORES)})
+    return results
