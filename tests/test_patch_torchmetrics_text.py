@@ -166,6 +166,29 @@ def test_the_functions(segments):
     assert fast == 9
 
 
+def test_forward_as_lightning_calls_it(segments, nltk_punkt):
+    """``metric(preds, target)`` (Lightning's ``self.metric(...)`` in a step): the batch's value, then compute()."""
+    hyps, refs = segments
+    makers = [
+        BLEU_MAKERS["SacreBLEUScore"],
+        CHRF_MAKERS["CHRFScore sentence scores"],
+        TER_MAKERS["TranslationEditRate"],
+    ]
+    makers.append(lambda: ROUGEScore(rouge_keys=("rouge1", "rougeLsum")))
+
+    def run():
+        out = []
+        for make in makers:
+            m = make()
+            steps = [m(hyps[a : a + 8], refs[a : a + 8]) for a in (0, 8)]
+            out.append((steps, m.compute()))
+        return out
+
+    before, after, fast = both(run)
+    same_tensors(before, after)
+    assert fast >= 8
+
+
 def test_chrf_states_past_float32s_integers(segments):
     """States near 2**24 (where float32 stops holding every integer): torchmetrics adds one segment at a time
     in float32, and so does the patch."""
@@ -387,6 +410,59 @@ def test_what_lowercasing_after_tokenizing_changes():
     before, after, fast = both(run)
     same_tensors(before, after)
     assert fast == 4
+
+
+def test_rouge_fallbacks(nltk_punkt, monkeypatch):
+    """A key given twice (torchmetrics interleaves its copies), a replaced sentence splitter, str subclasses (which
+    may split their own way): the original runs (found by a review)."""
+    import torchmetrics.functional.text.rouge as tr
+
+    class Odd(str):
+        def split(self, *args):
+            return ["same"]
+
+    def run():
+        return (
+            run_metric(lambda: ROUGEScore(rouge_keys=("rouge1", "rouge1")), [(["a b", "b c d"], [["a b c"], ["b c"]])]),
+            run_metric(lambda: BLEUScore(2), [([Odd("a b")], [["c d"]])]),
+        )
+
+    before, after, fast = both(run)
+    same_tensors(before, after)
+    assert fast == 0
+    monkeypatch.setattr(tr, "_split_sentence", lambda x: x.split(" "))
+    before, after, fast = both(
+        run_metric, lambda: ROUGEScore(rouge_keys=("rougeLsum",)), [(["x y. a b"], [["a b x y"]])]
+    )
+    same_tensors(before, after)
+    assert fast == 0
+
+
+def test_an_nltk_before_3_10_splits_its_own_way(nltk_punkt, monkeypatch):
+    """nltk before 3.10 describes characters with re, not regex: ROUGE-Lsum runs the original there, in
+    torchmetrics and in rouge-score's split_summaries."""
+    import importlib.metadata
+
+    from rouge_score import rouge_scorer
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.9.1" if name == "nltk" else real(name))
+
+    def run():
+        scorer = rouge_scorer.RougeScorer(["rougeLsum"], split_summaries=True)
+        return (
+            run_metric(lambda: ROUGEScore(rouge_keys=("rougeLsum",)), [(["x. a"], [["a x"]])]),
+            [torch.tensor(list(scorer.score("a x", "x. a")["rougeLsum"]))],
+        )
+
+    tm.unpatch()
+    tm.patch(["torchmetrics", "rouge_score"])
+    try:
+        start = sum(v for (_, kind), v in calls().items() if kind == "fallback")
+        run()
+        assert sum(v for (_, kind), v in calls().items() if kind == "fallback") - start == 2
+    finally:
+        tm.unpatch()
 
 
 def test_differs_flags_what_the_tokenizers_split_apart():

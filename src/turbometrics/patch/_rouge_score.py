@@ -61,6 +61,12 @@ def score(site: Site, self: Any, target: Any, prediction: Any) -> dict:
         raise Fallback(f"target, prediction: {type(target).__name__}, {type(prediction).__name__} (not str)")
     types, stem, tokenizer = _options(self)
     split = bool(self._split_summaries)
+    if split and "rougeLsum" in types:
+        from ..text.sentences import unlike_installed_nltk
+
+        why = unlike_installed_nltk()
+        if why:
+            raise Fallback(why)
     try:
         if tokenizer is None and not (split and "rougeLsum" in types):  # the common case: no metric object
             rows = pair_scores(prediction, target, tuple(types), stem).tolist()

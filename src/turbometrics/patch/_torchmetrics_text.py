@@ -81,9 +81,8 @@ def chrf_parameters(func: types.FunctionType) -> str | None:
 
 
 def _texts(preds: Any) -> list[str]:
-    from turbometrics._ext import _text
-
-    if not isinstance(preds, (list, tuple)) or _text.str_scan(list(preds), False)[0] >= 0:
+    # exactly str: a subclass may split or lower its own way, which torchmetrics would follow
+    if not isinstance(preds, (list, tuple)) or not all(type(p) is str for p in preds):
         raise Fallback("preds: not a list or tuple of str")  # (a str is iterated by character there)
     return list(preds)
 
@@ -549,17 +548,34 @@ def rouge_update(
         raise Fallback(f"accumulate={accumulate!r}")
     keys = rouge_keys_values
     types_ = _rouge_types(keys)
+    if len(set(keys)) != len(keys):  # torchmetrics interleaves (and averages) a repeated key's copies
+        raise Fallback(f"rouge_keys_values={keys!r}: a key twice")
+    g = site.original.__globals__
+    here = site.original.__code__.co_filename
+    for name in ("_split_sentence", "_normalize_and_tokenize_text", "_rouge_lsum_score"):
+        if getattr(getattr(g.get(name), "__code__", None), "co_filename", None) != here:
+            raise Fallback(f"torchmetrics' {name}: replaced")
+    if "Lsum" in keys:
+        import nltk
+
+        if nltk.sent_tokenize is not nltk.tokenize.sent_tokenize:
+            raise Fallback("nltk.sent_tokenize: replaced")
     hyps, refs = _texts(preds), _reference_lists(target)
     n = min(len(hyps), len(refs))  # as zip
     hyps, refs = hyps[:n], refs[:n]
     if any(not r for r in refs):
-        raise Fallback("target: a segment without references (the original fails on it)")
+        raise Fallback("target: a segment without references (the original fails on it or skips it)")
     results: dict = {k: [] for k in keys}
     if not n:
         return results
     lsum = "Lsum" in keys
     if lsum:
-        site.original.__globals__["_ensure_nltk_punkt_is_downloaded"]()  # its own errors (or download)
+        from turbometrics.text.sentences import unlike_installed_nltk
+
+        why = unlike_installed_nltk()
+        if why:
+            raise Fallback(why)
+        g["_ensure_nltk_punkt_is_downloaded"]()  # its own errors (or download)
     sizes = np.array([len(r) for r in refs])
     flat_hyps = [h for h, k in zip(hyps, sizes.tolist()) for _ in range(k)]
     flat_refs = [r for rs in refs for r in rs]

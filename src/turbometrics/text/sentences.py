@@ -81,6 +81,22 @@ def _splitter():
     return s, rx
 
 
+def unlike_installed_nltk() -> str | None:
+    """Why these splits may differ from the installed nltk's ``sent_tokenize`` (nltk before 3.10 describes
+    characters with ``re``), or None; for the patches, which must give the installed library's numbers."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("nltk")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return f"nltk {version}: an unknown version"
+    return None if (major, minor) >= (3, 10) else f"nltk {version} splits sentences with re's classes, ours regex's"
+
+
 def check_available() -> None:
     """Raise ImportError now (naming the extra) if the model is not installed."""
     _splitter()
