@@ -27,7 +27,10 @@ What is rebound (the call sites inside the libraries, so names imported with
   and ``torchmetrics.functional.text.perplexity``. These return the exactly rounded perplexity in the
   dtype and on the device torchmetrics returns, where torchmetrics itself computes softmax, log and
   sum in the logits' dtype (float32 results about 1e-6 off, bfloat16 a few percent): the one place
-  where the patched number differs from the original, on purpose.
+  where the patched number differs from the original, on purpose. And the statistics of ``BLEUScore``,
+  ``SacreBLEUScore``, ``CHRFScore``, ``TranslationEditRate``, ``ROUGEScore`` and their functions: the
+  same states bit for bit (BLEU's while a count stays below 2**24, where torchmetrics' own float32
+  sums of one n-gram at a time stall).
 - mbrs 0.1.8: ``MetricBLEU``, ``MetricChrF`` and ``MetricTER``'s ``pairwise_scores`` (the MBR matrix the
   decoders' ``expected_scores`` computes), ``scores`` and ``corpus_score``: the matrix in one call instead
   of a process pool of sacrebleu sentence scores, returned as the same tensor (mbrs' dtype, float32 by
