@@ -465,6 +465,33 @@ def test_an_nltk_before_3_10_splits_its_own_way(nltk_punkt, monkeypatch):
         tm.unpatch()
 
 
+def test_intl_under_another_regex_release_takes_its_tokens(segments, monkeypatch):
+    """Our intl tables come from one ``regex`` release; under another, torchmetrics' and sacrebleu's own intl
+    tokenizers run and the kernel counts their tokens (still accelerated, the same numbers)."""
+    import regex
+    import sacrebleu
+
+    hyps, refs = segments
+    monkeypatch.setattr(regex, "__version__", "2020.1.1")
+
+    def run():
+        return (
+            run_metric(lambda: SacreBLEUScore(tokenize="intl"), [(hyps[:50], refs[:50])]),
+            [torch.tensor(sacrebleu.corpus_bleu(hyps[:50], [r[0] for r in refs[:50]], tokenize="intl").score)],
+        )
+
+    tm.unpatch()
+    before = run()
+    tm.patch(["torchmetrics", "sacrebleu"])
+    try:
+        start = sum(v for (_, kind), v in calls().items() if kind == "accelerated")
+        after = run()
+        assert sum(v for (_, kind), v in calls().items() if kind == "accelerated") - start >= 2
+    finally:
+        tm.unpatch()
+    same_tensors(before, after)
+
+
 def test_differs_flags_what_the_tokenizers_split_apart():
     assert _differs("13a", False, "a-\nb") and not _differs("13a", False, "a-b")
     assert _differs("13a", True, "&QUOT;") and not _differs("13a", False, "&QUOT;")

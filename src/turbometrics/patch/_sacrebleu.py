@@ -87,9 +87,12 @@ def _check_methods(self: Any, base: type, names: tuple) -> None:
 
 def _tokenizer_name(self: Any) -> str | None:
     """Our name of the metric's tokenizer, or None: then sacrebleu's own tokenizer runs in Python and
-    our kernel counts its tokens ("none")."""
+    our kernel counts its tokens ("none"). intl only with the ``regex`` release our tables were made from."""
+    from ..text.tokenizers import intl_tables_current
+
     tok = type(getattr(self, "tokenizer", None))
-    return _BUILTIN_TOKENIZERS.get((tok.__module__, tok.__qualname__))
+    name = _BUILTIN_TOKENIZERS.get((tok.__module__, tok.__qualname__))
+    return None if name == "intl" and not intl_tables_current() else name
 
 
 # --- per metric: our statistics for (hypotheses, streams) -----------------------------------------------

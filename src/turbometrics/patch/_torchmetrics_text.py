@@ -226,9 +226,16 @@ def bleu_update(
     hyps, refs = hyps[:n], refs[:n]
     if any(not r for r in refs):
         raise Fallback("target: a segment without references (the original fails on it)")
-    other = [
-        i for i in range(n) if _differs(tok, lowercase, hyps[i]) or any(_differs(tok, lowercase, r) for r in refs[i])
-    ]
+    from turbometrics.text.tokenizers import intl_tables_current
+
+    if tok == "intl" and not intl_tables_current():  # another regex may class a character otherwise: its tokens
+        other = list(range(n))
+    else:
+        other = [
+            i
+            for i in range(n)
+            if _differs(tok, lowercase, hyps[i]) or any(_differs(tok, lowercase, r) for r in refs[i])
+        ]
     rows = _bleu_rows(hyps, refs, tok, lowercase, n_gram)
     ref_lens = None
     if other:  # torchmetrics' own tokens, counted by the kernel

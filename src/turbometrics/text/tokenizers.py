@@ -15,6 +15,17 @@ EXTERNAL = external_tokenizers.NAMES  # ja-mecab, ko-mecab, spm, flores101, flor
 ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
 
 
+def intl_tables_current() -> bool:
+    """Whether the installed ``regex`` is the release our intl tables were made from (``REGEX_VERSION``): another
+    may class a character (a newly assigned one, say) differently, so the patches then run sacrebleu's or
+    torchmetrics' own intl tokenizer and count its tokens."""
+    try:
+        import regex
+    except ImportError:  # (sacrebleu's intl tokenizer needs it: then it does not run at all)
+        return True
+    return getattr(regex, "__version__", None) == REGEX_VERSION
+
+
 def tokenizer_code(name: str) -> int:
     """The kernel code of a sacrebleu tokenizer (BLEU's ``tokenize=``); the external ones
     (MeCab, SentencePiece) run first in Python and leave whitespace-separated tokens ("none")."""
