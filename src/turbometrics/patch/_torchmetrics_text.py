@@ -1,7 +1,7 @@
 """torchmetrics >= 1.0 (written and tested for 1.9.0): BLEU, chrF, TER and ROUGE statistics from our kernels.
 
 torchmetrics counts n-grams, edits and LCS tables in Python, BLEU and chrF with a tensor operation per
-n-gram (on WMT17 segments: BLEU about 0.6 ms each, TER 7 ms, chrF 25 ms). Each metric family gathers its
+n-gram (a WMT17 segment with one reference: BLEU about 0.5 ms, TER 3 ms, chrF 11 ms). Each metric family gathers its
 statistics in one module-level function (``_bleu_score_update``, ``_chrf_score_update``, ``_ter_update``,
 ``_rouge_score_update``), which the classes' ``update`` and the functions call; the patch swaps those
 functions' code (see ``_table``), so torchmetrics' own ``compute``, ``forward``, ``merge_state`` and sync run
