@@ -98,6 +98,17 @@ def _reference_lists(target: Any) -> list[list[str]]:
     return refs
 
 
+def _segments(preds: Any, target: Any, without_references: str | None) -> tuple[list[str], list[list[str]]]:
+    """(hypotheses, their reference lists), cut to the shorter as torchmetrics' ``zip`` does. Fallback for a
+    segment without references, with what the original does then (``without_references``), unless None."""
+    hyps, refs = _texts(preds), _reference_lists(target)
+    n = min(len(hyps), len(refs))
+    hyps, refs = hyps[:n], refs[:n]
+    if without_references is not None and any(not r for r in refs):
+        raise Fallback(f"target: a segment without references (the original {without_references})")
+    return hyps, refs
+
+
 def _streams(refs: list[list[str]], prep: Any = None) -> list[list]:
     """The references as R streams of n (None where a segment has fewer), as the kernels take them."""
     width = max((len(r) for r in refs), default=0)
@@ -214,6 +225,7 @@ def bleu_update(
     import torch
 
     from turbometrics._ext import _text
+    from turbometrics.text.tokenizers import intl_tables_current
 
     tok, lowercase = _bleu_tokenizer(site, tokenizer)
     if type(n_gram) is not int or not 1 <= n_gram <= _text.MAX_ORDER:
@@ -221,13 +233,8 @@ def bleu_update(
     _states([numerator, denominator, preds_len, target_len], "numerator, denominator, preds_len, target_len")
     if numerator.shape != (n_gram,) or denominator.shape != (n_gram,) or preds_len.dim() or target_len.dim():
         raise Fallback("numerator, denominator, preds_len, target_len: not the shapes BLEUScore makes")
-    hyps, refs = _texts(preds), _reference_lists(target)
-    n = min(len(hyps), len(refs))  # as zip
-    hyps, refs = hyps[:n], refs[:n]
-    if any(not r for r in refs):
-        raise Fallback("target: a segment without references (the original fails on it)")
-    from turbometrics.text.tokenizers import intl_tables_current
-
+    hyps, refs = _segments(preds, target, "fails on it")
+    n = len(hyps)
     if tok == "intl" and not intl_tables_current():  # another regex may class a character otherwise: its tokens
         other = list(range(n))
     else:
@@ -236,21 +243,20 @@ def bleu_update(
             for i in range(n)
             if _differs(tok, lowercase, hyps[i]) or any(_differs(tok, lowercase, r) for r in refs[i])
         ]
-    rows = _bleu_rows(hyps, refs, tok, lowercase, n_gram)
+    # torchmetrics' own tokens of those segments (hypothesis, then references), which the kernel counts ("none")
+    tokens = {i: [" ".join(tokenizer(x) if x else []) for x in (hyps[i], *refs[i])] for i in other}
+    own = [i for i in range(n) if i not in tokens]
+    rows = np.zeros((n, 2 + 2 * n_gram), np.int64)
+    if own:
+        rows[own] = _bleu_rows([hyps[i] for i in own], [refs[i] for i in own], tok, lowercase, n_gram)
+    if other:
+        rows[other] = _bleu_rows([tokens[i][0] for i in other], [tokens[i][1:] for i in other], "none", False, n_gram)
     ref_lens = None
-    if other:  # torchmetrics' own tokens, counted by the kernel
-        joined = [" ".join(tokenizer(s) if s else []) for s in (hyps[i] for i in other)]
-        joined_refs = [[" ".join(tokenizer(s) if s else []) for s in refs[i]] for i in other]
-        rows[other] = _bleu_rows(joined, joined_refs, "none", False, n_gram)
     if any(len(r) > 1 for r in refs):  # the closest reference as torchmetrics picks it: the first on a tie
-        flat = [s for r in refs for s in r]
-        counts = _token_counts(flat, tok, lowercase)
-        sizes = np.array([len(r) for r in refs])
-        starts = np.cumsum(sizes) - sizes
-        for j, i in enumerate(other):
-            counts[starts[i] : starts[i] + sizes[i]] = [len(x.split()) for x in joined_refs[j]]
-        lens = np.full((n, int(sizes.max())), -1, np.int64)  # (segment, reference); -1: none
-        lens[np.repeat(np.arange(n), sizes), np.arange(len(flat)) - np.repeat(starts, sizes)] = counts
+        counts = iter(_token_counts([x for i in own for x in refs[i]], tok, lowercase).tolist())
+        lens = np.full((n, max(len(r) for r in refs)), -1, np.int64)  # (segment, reference); -1: none
+        for i, r in enumerate(refs):
+            lens[i, : len(r)] = [len(x.split()) for x in tokens[i][1:]] if i in tokens else [next(counts) for _ in r]
         diff = np.where(lens >= 0, np.abs(lens - rows[:, :1]), np.iinfo(np.int64).max)
         ref_lens = lens[np.arange(n), diff.argmin(axis=1)]  # argmin: the first of equals
     sums = rows.sum(axis=0)
@@ -383,9 +389,8 @@ def chrf_update(
     ):
         raise Fallback("torch's default dtype or torchmetrics' _EPS_SMOOTHING: not the float32 ones")
     target_corpus, preds = g["_validate_inputs"](target, preds)  # its own errors
-    hyps, refs = _texts(preds), _reference_lists(target_corpus)
-    n = min(len(hyps), len(refs))  # as zip
-    hyps, refs = hyps[:n], refs[:n]
+    hyps, refs = _segments(preds, target_corpus, None)  # (none: its F stays 0, no reference n-grams)
+    n = len(hyps)
     if not n:
         return (*dicts, sentence_chrf_score)
     chars = (lambda s: s) if whitespace else (lambda s: s.strip().replace(" ", ""))  # (torchmetrics' characters)
@@ -463,11 +468,8 @@ def ter_update(
         raise Fallback("torch's default dtype: not float32")
     _check_default_device()
     target_corpus, preds = g["_validate_inputs"](target, preds)  # its own errors
-    hyps, refs = _texts(preds), _reference_lists(target_corpus)
-    n = min(len(hyps), len(refs))  # as zip
-    hyps, refs = hyps[:n], refs[:n]
-    if any(not r for r in refs):
-        raise Fallback("target: a segment without references (the original divides by zero)")
+    hyps, refs = _segments(preds, target_corpus, "divides by zero")
+    n = len(hyps)
     if not n:
         return total_num_edits, total_tgt_length, sentence_ter
     prep = g["_preprocess_sentence"]
@@ -567,11 +569,8 @@ def rouge_update(
 
         if nltk.sent_tokenize is not nltk.tokenize.sent_tokenize:
             raise Fallback("nltk.sent_tokenize: replaced")
-    hyps, refs = _texts(preds), _reference_lists(target)
-    n = min(len(hyps), len(refs))  # as zip
-    hyps, refs = hyps[:n], refs[:n]
-    if any(not r for r in refs):
-        raise Fallback("target: a segment without references (the original fails on it or skips it)")
+    hyps, refs = _segments(preds, target, "fails on it or skips it")
+    n = len(hyps)
     results: dict = {k: [] for k in keys}
     if not n:
         return results
