@@ -87,6 +87,26 @@ def run_pytest(args: list[str], env: dict, report: list[str], label: str) -> sub
 DATA = Path(os.environ.get("TURBOMETRICS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
+def both(run, *args, libraries=None, kind="accelerated"):
+    """(``run(*args)`` unpatched, the same under ``tm.patch(libraries)``, the patched calls of that ``kind``
+    ("accelerated" or "fallback") it made)."""
+    import turbometrics as tm
+    from turbometrics.patch import calls
+
+    def count():
+        return sum(v for (_, k), v in calls().items() if k == kind)
+
+    tm.unpatch()
+    before = run(*args)
+    tm.patch(libraries)
+    try:
+        start = count()
+        after = run(*args)
+        return before, after, count() - start
+    finally:
+        tm.unpatch()
+
+
 def read_lines(path: Path) -> list[str]:
     """One segment a line, exactly (no splitlines(): it would also split on U+2028 and friends)."""
     text = path.read_text(encoding="utf-8")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sacrebleu
 import torch
+from conftest import both
 from rouge_score import rouge_scorer, scoring
 from sacrebleu.significance import PairedTest
 from sklearn.metrics import top_k_accuracy_score
@@ -30,25 +31,6 @@ def patched():
         yield
     finally:
         tm.unpatch()
-
-
-def both(run, *args):
-    """(unpatched result, patched result, patched calls that ran accelerated)."""
-    tm.unpatch()
-    before = run(*args)
-    tm.patch()
-    try:
-        start = _accelerated()
-        after = run(*args)
-        return before, after, _accelerated() - start
-    finally:
-        tm.unpatch()
-
-
-def _accelerated():
-    from turbometrics.patch import calls
-
-    return sum(v for (_, kind), v in calls().items() if kind == "accelerated")
 
 
 def same(a, b):

@@ -4,6 +4,7 @@ the same states, bit for bit, and the same scores as unpatched torchmetrics, on 
 (ties between references, empty and missing references, unicode whose lowercase or tokens differ between
 torchmetrics and sacrebleu, whitespace of every kind)."""
 
+import conftest
 import numpy as np
 import pytest
 import torch
@@ -12,8 +13,6 @@ from hypothesis import strategies as st
 from torchmetrics.functional.text import bleu_score, chrf_score, rouge_score, sacre_bleu_score, translation_edit_rate
 from torchmetrics.text import BLEUScore, CHRFScore, ROUGEScore, SacreBLEUScore, TranslationEditRate
 
-import turbometrics as tm
-from turbometrics.patch import calls
 from turbometrics.patch._torchmetrics_text import _differs
 
 
@@ -48,20 +47,16 @@ def same_tensors(a, b):
 
 
 def both(run, *args):
-    """(unpatched result, patched result, accelerated calls of the patched run)."""
-    tm.unpatch()
-    before = run(*args)
-    tm.patch(["torchmetrics"])
-    try:
-        start = _accelerated()
-        after = run(*args)
-        return before, after, _accelerated() - start
-    finally:
-        tm.unpatch()
+    """(unpatched, patched torchmetrics, its accelerated calls): ``conftest.both``."""
+    return conftest.both(run, *args, libraries=["torchmetrics"])
 
 
-def _accelerated():
-    return sum(v for (name, kind), v in calls().items() if kind == "accelerated" and name.startswith("torchmetrics"))
+def same_outcomes(before, after):
+    """Equal tensors, or the same error (``_outcome``'s (type, message))."""
+    if isinstance(before[0], type):
+        assert before == after
+    else:
+        same_tensors(before, after)
 
 
 @pytest.fixture(scope="module")
@@ -289,11 +284,7 @@ def test_chrf_on_generated_text(data, n_char, n_word, beta, lowercase, whitespac
         m = CHRFScore(n_char, n_word, beta, lowercase, whitespace, return_sentence_level_score=True)
         return _outcome(run_metric, lambda: m, [(hyps, refs)])
 
-    before, after, _ = both(run)
-    if isinstance(before[0], type):
-        assert before == after
-    else:
-        same_tensors(before, after)
+    same_outcomes(*both(run)[:2])
 
 
 _WORDS = st.lists(st.sampled_from(["a", "b", "c", "d", "A", "e.", "'s", "&amp;", "中", "  ", "\t"]), max_size=14).map(
@@ -321,11 +312,7 @@ def test_ter_on_generated_text(data, normalize, lowercase, asian):
         m = TranslationEditRate(normalize, False, lowercase, asian, return_sentence_level_score=True)
         return _outcome(run_metric, lambda: m, [(hyps, refs)])
 
-    before, after, _ = both(run)
-    if isinstance(before[0], type):
-        assert before == after
-    else:
-        same_tensors(before, after)
+    same_outcomes(*both(run)[:2])
 
 
 _SENTENCES = st.lists(
@@ -455,14 +442,9 @@ def test_an_nltk_before_3_10_splits_its_own_way(nltk_punkt, monkeypatch):
             [torch.tensor(list(scorer.score("a x", "x. a")["rougeLsum"]))],
         )
 
-    tm.unpatch()
-    tm.patch(["torchmetrics", "rouge_score"])
-    try:
-        start = sum(v for (_, kind), v in calls().items() if kind == "fallback")
-        run()
-        assert sum(v for (_, kind), v in calls().items() if kind == "fallback") - start == 2
-    finally:
-        tm.unpatch()
+    before, after, fallbacks = conftest.both(run, libraries=["torchmetrics", "rouge_score"], kind="fallback")
+    same_tensors(before, after)
+    assert fallbacks == 2
 
 
 def test_intl_under_another_regex_release_takes_its_tokens(segments, monkeypatch):
@@ -480,16 +462,9 @@ def test_intl_under_another_regex_release_takes_its_tokens(segments, monkeypatch
             [torch.tensor(sacrebleu.corpus_bleu(hyps[:50], [r[0] for r in refs[:50]], tokenize="intl").score)],
         )
 
-    tm.unpatch()
-    before = run()
-    tm.patch(["torchmetrics", "sacrebleu"])
-    try:
-        start = sum(v for (_, kind), v in calls().items() if kind == "accelerated")
-        after = run()
-        assert sum(v for (_, kind), v in calls().items() if kind == "accelerated") - start >= 2
-    finally:
-        tm.unpatch()
+    before, after, fast = conftest.both(run, libraries=["torchmetrics", "sacrebleu"])
     same_tensors(before, after)
+    assert fast >= 2
 
 
 def test_differs_flags_what_the_tokenizers_split_apart():
@@ -499,6 +474,21 @@ def test_differs_flags_what_the_tokenizers_split_apart():
     assert _differs("char", True, "İ") and not _differs("char", False, "İ")
     assert _differs("zh", True, "\u2126") and not _differs("none", True, "\u2126 \u0130")
     assert _differs("13a", False, "b-<skipped>\n") and _differs("intl", True, "\u03a3")
+
+
+def test_the_docs_example_runs(capsys):
+    """docs/patch.md's torchmetrics example, as written: patched, it prints unpatched torchmetrics' numbers."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "patch.md").read_text(encoding="utf-8")
+    section = text[text.index("## torchmetrics' text metrics") :]
+    block = re.search(r"^```python\n(.*?)^```", section, flags=re.S | re.M).group(1)
+    exec(compile(block, "docs/patch.md torchmetrics example", "exec"), {})
+    printed = capsys.readouterr().out.split()
+    preds, target = ["The cat sat on the mat."], [["The cat sat on a mat."]]
+    expected = [f"{float(m(preds, target)):.4f}" for m in (SacreBLEUScore(), CHRFScore())]
+    assert printed == expected == block.split("numbers: ")[1].split()[:2]
 
 
 def test_np_cumsum_adds_in_order():
