@@ -540,6 +540,8 @@ def rouge_update(
 
     from turbometrics import metrics
 
+    from . import _sacrebleu
+
     if normalizer is not None or tokenizer is not None:
         raise Fallback("normalizer or tokenizer: the caller's own")
     if torch.get_default_dtype() is not torch.float32:
@@ -585,9 +587,9 @@ def rouge_update(
     sizes = np.array([len(r) for r in refs])
     flat_hyps = [h for h, k in zip(hyps, sizes.tolist()) for _ in range(k)]
     flat_refs = [r for rs in refs for r in rs]
-    try:
-        rows = metrics.ROUGE(types_, stem, lsum)._stats(flat_hyps, flat_refs, _threads())[0]
-    except (TypeError, ValueError, ImportError) as e:  # e.g. no sentence splitter for ROUGE-Lsum
+    try:  # (one ROUGE object kept per options, as the sacrebleu patch keeps its metrics)
+        rows = _sacrebleu._rows(metrics.ROUGE, (tuple(types_), stem, lsum), flat_hyps, flat_refs)
+    except ImportError as e:  # no sentence splitter for ROUGE-Lsum (the lsum extra)
         raise Fallback(str(e)) from None
     vals = rows.reshape(len(flat_refs), len(keys), 3).astype(np.float32)  # tensor(float): float32's rounding
     starts = np.cumsum(sizes) - sizes
