@@ -114,6 +114,8 @@ extensions = [
             "src/turbometrics/_ext/rouge.hpp",
             "src/turbometrics/_ext/porter.hpp",
             "src/turbometrics/_ext/ter.hpp",
+            "src/turbometrics/_ext/bitparallel.hpp",
+            "src/turbometrics/_ext/edit_distance.hpp",
             "src/turbometrics/_ext/punkt.hpp",
             "src/turbometrics/_ext/pairwise.hpp",
             "src/turbometrics/_ext/parallel.hpp",

@@ -107,6 +107,44 @@ def both(run, *args, libraries=None, kind="accelerated"):
         tm.unpatch()
 
 
+# --- torchmetrics metrics, patched against unpatched -----------------------------------------------------
+
+
+def run_metric(make, batches):
+    """A metric updated with each (preds, target) batch: its states (lists concatenated) and compute()."""
+    m = make()
+    for preds, target in batches:
+        m.update(preds, target)
+    out = m.compute()
+    states = {k: getattr(m, k) for k in m._defaults}
+    return {k: _joined(v) if isinstance(v, list) else v for k, v in states.items()}, out
+
+
+def _joined(v):
+    import torch
+
+    if not v:
+        return torch.empty(0)
+    return torch.stack(v) if v[0].dim() == 0 else torch.cat(v)  # ROUGE's 0-d, chrF's and TER's (1,)
+
+
+def same_tensors(a, b):
+    """Equal tensors (NaN equal to NaN), dtypes and shapes, in the same nesting of dicts, tuples and lists."""
+    import torch
+
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            same_tensors(a[k], b[k])
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same_tensors(x, y)
+    else:
+        assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+        assert torch.allclose(a, b, rtol=0, atol=0, equal_nan=True), (a, b)  # equal, NaN included
+
+
 def read_lines(path: Path) -> list[str]:
     """One segment a line, exactly (no splitlines(): it would also split on U+2028 and friends)."""
     text = path.read_text(encoding="utf-8")

@@ -15,35 +15,7 @@ from torchmetrics.text import BLEUScore, CHRFScore, ROUGEScore, SacreBLEUScore, 
 
 from turbometrics.patch._torchmetrics_text import _differs
 
-
-def run_metric(make, batches):
-    """A metric updated with each (preds, target) batch: its states (lists concatenated) and compute()."""
-    m = make()
-    for preds, target in batches:
-        m.update(preds, target)
-    out = m.compute()
-    states = {k: getattr(m, k) for k in m._defaults}
-    return {k: _joined(v) if isinstance(v, list) else v for k, v in states.items()}, out
-
-
-def _joined(v):
-    if not v:
-        return torch.empty(0)
-    return torch.stack(v) if v[0].dim() == 0 else torch.cat(v)  # ROUGE's 0-d, chrF's and TER's (1,)
-
-
-def same_tensors(a, b):
-    if isinstance(a, dict):
-        assert list(a) == list(b)
-        for k in a:
-            same_tensors(a[k], b[k])
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            same_tensors(x, y)
-    else:
-        assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
-        assert torch.allclose(a, b, rtol=0, atol=0, equal_nan=True), (a, b)  # equal, NaN included
+run_metric, same_tensors = conftest.run_metric, conftest.same_tensors
 
 
 def both(run, *args):

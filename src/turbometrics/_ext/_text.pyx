@@ -457,6 +457,52 @@ def lcs_batch(const int[::1] a, const int64_t[::1] a_off, const int[::1] b, cons
     return out
 
 
+cdef extern from "edit_distance.hpp" namespace "tmt":
+    cdef cppclass BitLevenshtein:
+        int64_t distance(const int* a, int64_t m, const int* b, int64_t n, size_t n_ids) except +raise_py nogil
+        int64_t distance_dp(const int* a, int64_t m, const int* b, int64_t n) except +raise_py nogil
+    void c_edit_texts "tmt::edit_texts"(const StrView* a, const StrView* b, int64_t n, cbool words, int64_t sub,
+                                        int64_t* out, int nthreads) except +raise_py nogil
+
+
+def levenshtein_pair(const int[::1] a, const int[::1] b):
+    """(bit-parallel, DP) Levenshtein distances of two id sequences with ids in [0, 2**20): a test hook."""
+    cdef BitLevenshtein bl
+    cdef Py_ssize_t i
+    for i in range(a.shape[0]):
+        if not 0 <= a[i] < 1 << 20:
+            raise ValueError("ids must be in [0, 2**20)")
+    for i in range(b.shape[0]):
+        if not 0 <= b[i] < 1 << 20:
+            raise ValueError("ids must be in [0, 2**20)")
+    cdef const int* pa = &a[0] if a.shape[0] else NULL
+    cdef const int* pb = &b[0] if b.shape[0] else NULL
+    return (bl.distance(pa, a.shape[0], pb, b.shape[0], 1 << 20), bl.distance_dp(pa, a.shape[0], pb, b.shape[0]))
+
+
+def edit_distances(list a, list b, bint words, int64_t sub, int nthreads):
+    """int64 (n, 3): [edit distance, tokens of a[i], tokens of b[i]] of each pair of str, by words (str.split())
+    or by code points; Levenshtein if ``sub`` < 0, else torchmetrics' EditDistance beam with that substitution
+    cost."""
+    cdef Py_ssize_t n = len(a), i
+    if len(b) != n:
+        raise ValueError(f"a has {n} texts but b has {len(b)}")
+    cdef vector[StrView] av, bv
+    av.resize(n)
+    bv.resize(n)
+    for i in range(n):
+        if a[i] is None or b[i] is None:
+            raise TypeError("expected a str, got NoneType")
+        av[i] = _view(a[i])
+        bv[i] = _view(b[i])
+    out = np.zeros((n, 3), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    if n > 0:
+        with nogil:
+            c_edit_texts(av.data(), bv.data(), n, words, sub, &o[0, 0], nthreads)
+    return out
+
+
 cdef extern from "punkt.hpp" namespace "tmt::punkt":
     cdef cppclass PunktModel "tmt::punkt::Model":
         pass

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "bitparallel.hpp"
 #include "ngrams.hpp"
 #include "parallel.hpp"
 #include "porter.hpp"
@@ -66,30 +67,17 @@ static void rouge_tokens(const StrView& s, bool stem, Tokens& tok, std::vector<i
 
 static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r / (p + r) : 0.0; }
 
-// Work limits, past which a pair raises ValueError instead of running for minutes: ROUGE-L's LCS of
-// m x n tokens costs m n / 64 word operations (2^38: ~4e9, a few seconds); ROUGE-Lsum runs rouge-score's
-// DP over every sentence pair, M x N cells in all (2^32: a few seconds, and at most 512 MiB of direction
-// bits for one sentence pair). rouge-score itself needs hours far below either.
-constexpr double MAX_LCS_CELLS = 274877906944.0;  // 2^38
-constexpr double MAX_LSUM_CELLS = 4294967296.0;   // 2^32
+// ROUGE-Lsum's work limit (ROUGE-L's is bitparallel.hpp's MAX_LCS_CELLS): rouge-score's DP over every sentence
+// pair, M x N cells in all (2^32: a few seconds, and at most 512 MiB of direction bits for one sentence pair).
+// rouge-score itself needs hours far below either.
+constexpr double MAX_LSUM_CELLS = 4294967296.0;  // 2^32
 
-static void check_cells(double cells, double limit, const char* what, int64_t m, int64_t n) {
-  if (cells > limit)
-    throw std::invalid_argument(std::string(what) + " of " + std::to_string(m) + " x " + std::to_string(n) +
-                                " tokens is over the limit of " + std::to_string((int64_t)limit) +
-                                " token pairs; split the texts");
-}
-
-// LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions): O(n m / 64) time and
-// O(m) memory for any vocabulary, besides a table of the ids (n_ids entries, kept between calls). The match mask of a symbol is kept for the frequent ones (at most
-// 2^24 words in all) and set from the symbol's positions for the others (fewer positions than the
-// mask has words, for texts under 16M tokens).
+// LCS length of a and b (Hyyro's bit-parallel algorithm over a's positions): O(n m / 64) time and O(m) memory
+// for any vocabulary (MatchMasks).
 struct BitLCS {
-  std::vector<uint64_t> pm, v, scratch;
-  std::vector<int32_t> slot;  // id -> index into `ids`, -1 if the id is not in a (all -1 between calls)
-  std::vector<int32_t> ids, cnt, first, pos, row;
+  MatchMasks mm;
+  std::vector<uint64_t> v;
   std::vector<int32_t> dp;
-  bool dirty = false;  // a call was interrupted before resetting `slot`
 
   // O(m n) time, O(n) memory: the reference the bit-parallel result is tested against.
   int64_t lcs_dp(const int32_t* a, int64_t m, const int32_t* b, int64_t n) {
@@ -108,60 +96,18 @@ struct BitLCS {
 
   int64_t lcs(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
     if (m == 0 || n == 0) return 0;
-    if (m > INT32_MAX)  // positions are int32 (tm.lcs_length's sequences; ROUGE's texts have < 2^28 tokens)
-      throw std::invalid_argument("a sequence of " + std::to_string(m) + " ids is over the limit of 2^31 - 1");
-    if (dirty || slot.size() < n_ids) slot.assign(std::max(slot.size(), n_ids), -1);
-    dirty = true;
-    const int64_t W = (m + 63) / 64;
-    // kept masks: symbols with at least T positions, T chosen so they fit 2^24 words (all of them below
-    // 32,768 tokens: then the masks are set straight from a, as for short texts, the common case)
-    const int64_t T = std::max<int64_t>(1, (m * W + ((int64_t)1 << 24) - 1) >> 24);
-    ids.clear();
-    for (int64_t i = 0; i < m; ++i) {
-      int32_t& s = slot[a[i]];
-      if (s < 0) {
-        s = (int32_t)ids.size();
-        ids.push_back(a[i]);
-      }
-    }
-    const size_t k = ids.size();
-    if (T == 1) {
-      pm.assign(k * W, 0);
-      for (int64_t i = 0; i < m; ++i) pm[(size_t)slot[a[i]] * W + i / 64] |= 1ULL << (i % 64);
-    } else {
-      // positions of each symbol, in order (CSR)
-      first.assign(k + 1, 0);
-      for (int64_t i = 0; i < m; ++i) first[(size_t)slot[a[i]] + 1]++;
-      for (size_t s = 0; s < k; ++s) first[s + 1] += first[s];
-      cnt.assign(first.begin(), first.end() - 1);
-      pos.resize((size_t)m);
-      for (int64_t i = 0; i < m; ++i) pos[(size_t)cnt[slot[a[i]]]++] = (int32_t)i;
-      row.resize(k);
-      int32_t rows = 0;
-      for (size_t s = 0; s < k; ++s) row[s] = first[s + 1] - first[s] >= T ? rows++ : -1;
-      pm.assign((size_t)rows * W, 0);
-      for (size_t s = 0; s < k; ++s)
-        if (row[s] >= 0)
-          for (int32_t q = first[s]; q < first[s + 1]; ++q)
-            pm[(size_t)row[s] * W + pos[q] / 64] |= 1ULL << (pos[q] % 64);
-    }
+    mm.build(a, m, n_ids);
+    const int64_t W = mm.W;
     v.assign((size_t)W, ~0ULL);
-    if (W == 1) {  // up to 64 tokens (most texts): one word, no carries, every mask kept
+    if (W == 1) {  // up to 64 tokens (most texts): one word, no carries
       uint64_t x = ~0ULL;
-      for (int64_t j = 0; j < n; ++j) {
-        const int32_t s = slot[b[j]];
-        if (s >= 0) x = (x + (x & pm[(size_t)s])) | (x & ~pm[(size_t)s]);
-      }
+      for (int64_t j = 0; j < n; ++j)
+        if (const uint64_t* p = mm.get(b[j])) x = (x + (x & *p)) | (x & ~*p);
       v[0] = x;
     } else {
-      if (T > 1) scratch.assign((size_t)W, 0);
       for (int64_t j = 0; j < n; ++j) {
-        const int32_t s = slot[b[j]];
-        if (s < 0) continue;  // (V + 0) | V = V
-        const bool kept = T == 1 || row[s] >= 0;
-        if (!kept)
-          for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] |= 1ULL << (pos[q] % 64);
-        const uint64_t* p = kept ? &pm[(size_t)(T == 1 ? s : row[s]) * W] : scratch.data();
+        const uint64_t* p = mm.get(b[j]);
+        if (!p) continue;  // (V + 0) | V = V
         uint64_t carry = 0;
         for (int64_t w = 0; w < W; ++w) {
           const uint64_t u = v[w] & p[w];
@@ -169,13 +115,10 @@ struct BitLCS {
           carry = (sum < v[w]) || (carry && sum == v[w]);
           v[w] = sum | (v[w] & ~p[w]);
         }
-        if (!kept)
-          for (int32_t q = first[s]; q < first[s + 1]; ++q) scratch[pos[q] / 64] = 0;
         tmthreads::tick(W);
       }
     }
-    for (int32_t id : ids) slot[id] = -1;
-    dirty = false;
+    mm.release();
     int64_t zeros = 0;
     for (int64_t w = 0; w < W; ++w) {
       uint64_t x = ~v[w];

@@ -42,13 +42,28 @@ struct Cell {
   char op;
 };
 
+// sacrebleu's beam over an n_h x n_r DP: row i (1..n_h) spans columns [lo, hi) around the length-scaled
+// diagonal; row 0 and row n_h span every column. (torchmetrics' EditDistance keeps the same beam.)
+struct Beam {
+  int64_t nh, nr, beam;
+  double ratio;
+  Beam(int64_t nh_, int64_t nr_) : nh(nh_), nr(nr_) {
+    ratio = nh ? (double)nr / (double)nh : 1.0;
+    beam = BEAM_WIDTH < ratio / 2 ? (int64_t)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
+  }
+  void row(int64_t i, int64_t& lo, int64_t& hi) const {
+    const int64_t diag = (int64_t)std::floor(i * ratio);
+    lo = std::min<int64_t>(nr + 1, std::max<int64_t>(0, diag - beam));
+    hi = i == nh ? nr + 1 : std::max<int64_t>(lo, std::min<int64_t>(nr + 1, diag + beam));
+  }
+};
+
 // Row i of the beam DP holds columns [lo[i], hi[i]) at cells[off[i]...]; the rest of the row is
 // {INF, UNDEF}. The band depends only on (n_h, n_r), so one layout serves every hypothesis of a search.
 struct Band {
   std::vector<int32_t> lo, hi;
   std::vector<int64_t> off;
   int nh = -1, nr = -1;
-  // sacrebleu's beam: rows around the length-scaled diagonal; the first row and the last span every column
   void fit(int nh_, int nr_) {
     if (nh_ == nh && nr_ == nr) return;
     nh = nr = -1;  // until the rows are laid out
@@ -57,16 +72,16 @@ struct Band {
     off.resize((size_t)nh_ + 2);
     nh = nh_;
     nr = nr_;
-    const double ratio = nh ? (double)nr / (double)nh : 1.0;
-    const int64_t beam = BEAM_WIDTH < ratio / 2 ? (int64_t)std::ceil(ratio / 2 + BEAM_WIDTH) : BEAM_WIDTH;
+    const Beam beam(nh, nr);
     lo[0] = 0;
     hi[0] = nr + 1;
     off[0] = 0;
     off[1] = nr + 1;
     for (int i = 1; i <= nh; ++i) {
-      const int64_t diag = (int64_t)std::floor(i * ratio);
-      lo[i] = (int32_t)std::min<int64_t>(nr + 1, std::max<int64_t>(0, diag - beam));
-      hi[i] = i == nh ? nr + 1 : (int32_t)std::max<int64_t>(lo[i], std::min<int64_t>(nr + 1, diag + beam));
+      int64_t l, h;
+      beam.row(i, l, h);
+      lo[i] = (int32_t)l;
+      hi[i] = (int32_t)h;
       off[i + 1] = off[i] + (hi[i] - lo[i]);
     }
   }
