@@ -1,9 +1,9 @@
 """torchmetrics >= 1.0 (written and tested for 1.9.0): the edit-distance metrics from our kernel.
 
 ``WordErrorRate``, ``CharErrorRate``, ``MatchErrorRate``, ``WordInfoLost``, ``WordInfoPreserved`` and
-``EditDistance`` (and their functions) count edits with a Python DP per pair (a WMT17 segment: 80 us by words,
-2.6 ms by characters, 5.9 ms for ``EditDistance``). Each gathers its states in one module-level function
-(``_wer_update``, ``_cer_update``, ``_mer_update``, ``_word_info_lost_update``, ``_wip_update``,
+``EditDistance`` (and their functions) count edits with a Python DP per pair (a WMT17 segment on the Intel
+Xeon: 0.1 ms by words, 3.5 ms by characters, 6.9 ms for ``EditDistance``). Each gathers its states in one
+module-level function (``_wer_update``, ``_cer_update``, ``_mer_update``, ``_word_info_lost_update``, ``_wip_update``,
 ``_edit_distance_update``), whose code the patch swaps (see ``_table``); torchmetrics' own ``compute``,
 ``forward``, ``merge_state`` and sync run unchanged on the states returned.
 
