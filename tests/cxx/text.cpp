@@ -1,5 +1,6 @@
-// The text kernels (tokenizers, BLEU, chrF, ROUGE, LCS) in one translation
+// The text kernels (tokenizers, BLEU, chrF, ROUGE, LCS, edit distances) in one translation
 // unit, for tests/test_portability.py. Not part of the build.
+#include "edit_distance.hpp"
 #include "rouge.hpp"
 #include "text.hpp"
 
@@ -9,5 +10,8 @@ void tm_bleu_stats(const tmt::StrView* h, const tmt::StrView* r, int64_t n, int6
 }
 void tm_lcs_batch(const int32_t* a, const int64_t* ao, const int32_t* b, const int64_t* bo, int64_t n, int64_t* out) {
   tmt::lcs_batch(a, ao, b, bo, n, 100, out, 2);
+}
+void tm_edit_texts(const tmt::StrView* a, const tmt::StrView* b, int64_t n, int64_t* out) {
+  tmt::edit_texts(a, b, n, true, -1, out, 2);
 }
 }

@@ -161,6 +161,26 @@ def test_lcs(pairs):
     assert np.all(out <= np.minimum([len(x) for x in a], [len(y) for y in b]))
 
 
+@fuzz
+@given(
+    st.lists(st.tuples(TEXT | st.text(max_size=150), TEXT | st.text(max_size=150)), max_size=6),
+    st.booleans(),
+    st.sampled_from([-1, 0, 1, 2, 2**20 - 1]),
+)
+def test_edit_distances(pairs, words, sub):
+    _ran()
+    from turbometrics._ext import _text
+
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    out = _text.edit_distances(a, b, words, sub, 2)
+    if sub == 1 or sub == -1:  # unit costs: at most the longer sequence
+        assert np.all(out[:, 0] <= np.maximum(out[:, 1], out[:, 2]))
+    ids = [np.array([ord(c) for c in x], np.intc) for x in a + b]
+    for x, y in zip(ids[: len(a)], ids[len(a) :]):
+        bits, dp = _text.levenshtein_pair(x % 1024, (y * 7) % 1024)
+        assert bits == dp
+
+
 # ---------------------------------------------------------------- dense kernels, on every SIMD path
 
 DTYPES = ["float16", "float32", "float64", "bfloat16"]
