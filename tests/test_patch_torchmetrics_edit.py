@@ -162,11 +162,12 @@ def test_on_generated_text(hyps, refs, name):
         except (ValueError, RuntimeError, ZeroDivisionError) as e:
             return type(e), str(e)
 
-    before, after, _ = both(run)
+    before, after, fast = both(run)
     if isinstance(before[0], type):
         assert before == after
     else:
         same_tensors(before, after)
+        assert fast == 1
 
 
 _IDS = st.lists(st.integers(0, 3), max_size=200) | st.lists(st.integers(0, 1000), max_size=200)
@@ -202,8 +203,9 @@ def test_long_texts_take_every_mask_path():
 
 
 def test_fallbacks_run_the_original(monkeypatch):
-    """str subclasses, an iterator, a float substitution cost and a float16 default dtype run torchmetrics' own
-    code; lists of different lengths give EditDistance's own error, also under strict mode."""
+    """str subclasses, an iterator, a float substitution cost, a float16 default dtype and texts over the
+    kernel's limit run torchmetrics' own code; lists of different lengths give EditDistance's own error, also
+    under strict mode."""
 
     class Words(str):
         def split(self, *args):
@@ -227,6 +229,14 @@ def test_fallbacks_run_the_original(monkeypatch):
     before, after, fast = both(run)
     same_tensors(before, after)
     assert fast == 0
+    monkeypatch.setattr(_text, "MAX_TEXT_CHARS", 4)  # a text over the kernel's limit: the original's numbers
+    before, after, fast = both(word_error_rate, ["a b c", "a"], ["a b", "a c"])
+    same_tensors(before, after)
+    assert fast == 0
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="over the limit"):  # 2**38 token pairs: what torchmetrics cannot do
+        distances(["ab" * 300_000 + "x"], ["c" + "ab" * 300_000], False)
+    assert distances(["ab" * 300_000], ["ab" * 300_000], False).tolist() == [[0, 600_000, 600_000]]
     monkeypatch.setenv("TURBOMETRICS_PATCH_STRICT", "1")
     with pytest.raises(ValueError, match="same length"):
         both(edit_distance, ["a", "b"], ["a"])

@@ -15,6 +15,7 @@ from typing_extensions import disjoint_base
 _Streams: TypeAlias = list[list[str]] | list[list[str | None]]
 
 MAX_ORDER: Final = 1024  # the largest n-gram order (BLEU's max_order, chrF's char + word orders)
+MAX_TEXT_CHARS: Final[int]  # the longest text (code points) a kernel takes: longer ones raise ValueError
 
 # (the index of the first item neither a str nor (where allowed) None, or -1; whether an item is None)
 def str_scan(items: list[Any], allow_none: bool) -> tuple[int, bool]: ...
@@ -183,7 +184,7 @@ class PunktSplitter:
     # each text with its sentences one per line
     def lines(self, texts: list[str], nthreads: int) -> list[str]: ...
 
-# (bit-parallel, DP) Levenshtein distances of two sequences of ids in [0, 2**20): a test hook
+# (bit-parallel, DP) Levenshtein distances of two sequences of ids >= 0: a test hook
 def levenshtein_pair(a: npt.NDArray[np.intc], b: npt.NDArray[np.intc]) -> tuple[int, int]: ...
 
 # int64 (n, 3): [edit distance, tokens of a[i], tokens of b[i]] of each pair of texts, by words (str.split()) if

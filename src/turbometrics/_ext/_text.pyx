@@ -71,6 +71,7 @@ MAX_ORDER = 1024
 
 # Token offsets are int32, and the 13a passes can grow a text up to about 6x (padding punctuation).
 cdef Py_ssize_t MAX_CHARS = 1 << 28
+MAX_TEXT_CHARS = MAX_CHARS  # the longest text a kernel takes
 
 
 cdef StrView _view(object s) except *:
@@ -466,18 +467,20 @@ cdef extern from "edit_distance.hpp" namespace "tmt":
 
 
 def levenshtein_pair(const int[::1] a, const int[::1] b):
-    """(bit-parallel, DP) Levenshtein distances of two id sequences with ids in [0, 2**20): a test hook."""
+    """(bit-parallel, DP) Levenshtein distances of two id sequences with ids in [0, max+1): a test hook."""
     cdef BitLevenshtein bl
-    cdef Py_ssize_t i
+    cdef Py_ssize_t hi = 0, i
     for i in range(a.shape[0]):
-        if not 0 <= a[i] < 1 << 20:
-            raise ValueError("ids must be in [0, 2**20)")
+        if a[i] < 0:
+            raise ValueError("ids must be >= 0")
+        hi = max(hi, a[i])
     for i in range(b.shape[0]):
-        if not 0 <= b[i] < 1 << 20:
-            raise ValueError("ids must be in [0, 2**20)")
+        if b[i] < 0:
+            raise ValueError("ids must be >= 0")
+        hi = max(hi, b[i])
     cdef const int* pa = &a[0] if a.shape[0] else NULL
     cdef const int* pb = &b[0] if b.shape[0] else NULL
-    return (bl.distance(pa, a.shape[0], pb, b.shape[0], 1 << 20), bl.distance_dp(pa, a.shape[0], pb, b.shape[0]))
+    return (bl.distance(pa, a.shape[0], pb, b.shape[0], hi + 1), bl.distance_dp(pa, a.shape[0], pb, b.shape[0]))
 
 
 def edit_distances(list a, list b, bint words, int64_t sub, int nthreads):

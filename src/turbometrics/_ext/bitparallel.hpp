@@ -11,18 +11,19 @@ namespace tmt {
 
 // A bit-parallel DP of m x n symbols costs m n / 64 word operations: past 2^38 (~4e9, a few seconds) a pair
 // raises ValueError instead of running for minutes.
-constexpr double MAX_LCS_CELLS = 274877906944.0;  // 2^38
+constexpr double MAX_BIT_CELLS = 274877906944.0;  // 2^38
 
-static void check_cells(double cells, double limit, const char* what, int64_t m, int64_t n) {
+static inline void check_cells(double cells, double limit, const char* what, int64_t m, int64_t n) {
   if (cells > limit)
     throw std::invalid_argument(std::string(what) + " of " + std::to_string(m) + " x " + std::to_string(n) +
                                 " tokens is over the limit of " + std::to_string((int64_t)limit) +
                                 " token pairs; split the texts");
 }
 
-// O(m) memory for any vocabulary, besides a table of the ids (n_ids entries, kept between patterns). The mask of
-// a symbol is kept for the frequent ones (at most 2^24 words in all) and set from the symbol's positions for the
-// others when asked for (fewer positions than the mask has words, for patterns under 16M symbols).
+// O(m) memory for any vocabulary, besides a table of the ids (n_ids entries, kept between patterns). Up to 32,768
+// symbols every symbol's mask is kept (at most 2^24 words); past that only those of the symbols with at least T
+// positions are (T chosen so that they fit 2^24 words), and a rarer symbol's mask is set in `scratch` from its
+// positions when it is met (fewer positions than the mask has words, so cheaper than a kept mask's reads).
 struct MatchMasks {
   int64_t W = 0;  // words per mask
   std::vector<uint64_t> pm, scratch;

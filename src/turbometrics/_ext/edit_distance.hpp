@@ -5,6 +5,7 @@
 // - beam_edit: torchmetrics' EditDistance, which runs sacrebleu's TER beam (ter::Beam) with a substitution
 //   cost, so its distance can exceed the exact one where the best path leaves the beam.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -42,21 +43,25 @@ struct BitLevenshtein {
     return dp[n];
   }
 
+  // (ValueError past MAX_BIT_CELLS, once the common prefix and suffix are gone)
   int64_t distance(const int32_t* a, int64_t m, const int32_t* b, int64_t n, size_t n_ids) {
     while (m && n && *a == *b) ++a, ++b, --m, --n;  // a common prefix or suffix changes nothing
     while (m && n && a[m - 1] == b[n - 1]) --m, --n;
     if (m > n) std::swap(a, b), std::swap(m, n);  // the shorter is the pattern: fewer words
     if (m == 0) return n;
+    check_cells((double)m * (double)n, MAX_BIT_CELLS, "the edit distance", m, n);
     mm.build(a, m, n_ids);
     const int64_t W = mm.W;
     const uint64_t last = 1ULL << ((m - 1) % 64);  // the pattern's last row in its last word
     int64_t d = m;                                 // D[m][0]; then D[m][j] column by column
     // Per column: D0 marks rows where D[i][j] = D[i-1][j-1]; HP/HN the horizontal +1/-1 deltas, VP/VN the
-    // vertical ones. A block takes the deltas of the row above it (the top row's +1: D[0][j] = j) and passes
-    // on its last row's (Myers 1999, Hyyro 2003).
+    // vertical ones. A block takes the horizontal delta of the row above it (the top row's +1: D[0][j] = j) and
+    // passes on its last row's (Myers 1999, Hyyro 2003). A -1 from above makes the block's first row a
+    // diagonal zero, as a match does (D[i][j] >= D[i-1][j-1] always): so it joins the match mask, X = Eq | hn.
     if (W == 1) {
       uint64_t VP = ~0ULL, VN = 0;
       for (int64_t j = 0; j < n; ++j) {
+        if ((j & 4095) == 4095) tmthreads::tick(4096);
         const uint64_t* p = mm.get(b[j]);
         const uint64_t X = p ? *p : 0;
         const uint64_t D0 = (((X & VP) + VP) ^ VP) | X | VN;
@@ -129,7 +134,7 @@ static int64_t beam_edit(const int32_t* h, int64_t nh, const int32_t* r, int64_t
     phi = hi;
     tmthreads::tick(hi - lo);
   }
-  return phi > nr ? prev[nr] : INF;  // (the last row spans every column)
+  return prev[nr];  // (the last row spans every column)
 }
 
 // [edit distance, tokens of a[p], tokens of b[p]] of each pair of texts into out[3 p...]: by words (str.split())
@@ -176,7 +181,6 @@ static inline void edit_texts(const StrView* a, const StrView* b, int64_t n, boo
         const int64_t m = (int64_t)x->size(), k = (int64_t)y->size();
         int64_t* o = out + 3 * p;
         if (sub < 0) {
-          check_cells((double)m * (double)k, MAX_LCS_CELLS, "the edit distance", m, k);
           o[0] = w.bl.distance(x->data(), m, y->data(), k, std::max<size_t>(n_ids, 1));
         } else {
           o[0] = beam_edit(x->data(), m, y->data(), k, sub, w.prev, w.cur);

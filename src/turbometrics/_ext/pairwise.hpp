@@ -327,7 +327,7 @@ static inline void pairwise_rouge(const StrView* texts, int64_t nrows, int64_t n
             put(i, j, 0, 1, 1);
             continue;
           }
-          check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
+          check_cells((double)tc * (double)np_, MAX_BIT_CELLS, "ROUGE-L", tc, np_);
           put(i, j, bl.lcs(t.data(), tc, pr.data(), np_, n_ids), np_, tc);
         }
       },

@@ -67,7 +67,7 @@ static void rouge_tokens(const StrView& s, bool stem, Tokens& tok, std::vector<i
 
 static inline double fmeasure(double p, double r) { return p + r > 0 ? 2 * p * r / (p + r) : 0.0; }
 
-// ROUGE-Lsum's work limit (ROUGE-L's is bitparallel.hpp's MAX_LCS_CELLS): rouge-score's DP over every sentence
+// ROUGE-Lsum's work limit (ROUGE-L's is bitparallel.hpp's MAX_BIT_CELLS): rouge-score's DP over every sentence
 // pair, M x N cells in all (2^32: a few seconds, and at most 512 MiB of direction bits for one sentence pair).
 // rouge-score itself needs hours far below either.
 constexpr double MAX_LSUM_CELLS = 4294967296.0;  // 2^32
@@ -265,7 +265,7 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
           offer(q, 0.0, 0.0);
           continue;
         }
-        check_cells((double)tc * (double)np_, MAX_LCS_CELLS, "ROUGE-L", tc, np_);
+        check_cells((double)tc * (double)np_, MAX_BIT_CELLS, "ROUGE-L", tc, np_);
         const int64_t L = w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids);
         offer(q, (double)L / (double)np_, (double)L / (double)tc);
       }
@@ -280,7 +280,7 @@ static void rouge_scores_of(RougeWork& w, int K, size_t n_ids, const int* kinds,
         // One sentence with tokens on each side: every LCS token is a hit (each
         // occurs at least as often in both texts as in the LCS), so hits = LCS.
         const bool single = w.sents[k].front() == w.sents[k].back() && w.sents[0].front() == w.sents[0].back();
-        check_cells((double)tc * (double)np_, single ? MAX_LCS_CELLS : MAX_LSUM_CELLS, "ROUGE-Lsum", tc, np_);
+        check_cells((double)tc * (double)np_, single ? MAX_BIT_CELLS : MAX_LSUM_CELLS, "ROUGE-Lsum", tc, np_);
         const int64_t hits = single ? w.bl.lcs(t.data(), tc, w.lv.uni[0].data(), np_, n_ids) : lsum_hits(w, k, n_ids);
         offer(q, (double)hits / (double)np_, (double)hits / (double)tc);
       }
@@ -333,7 +333,7 @@ static inline void lcs_batch(const int32_t* a, const int64_t* a_off, const int32
       [&](BitLCS& bl, int64_t p) {
         const int32_t *pa = a + a_off[p], *pb = b + b_off[p];
         const int64_t m = a_off[p + 1] - a_off[p], k = b_off[p + 1] - b_off[p];
-        check_cells((double)m * (double)k, MAX_LCS_CELLS, "the LCS", m, k);
+        check_cells((double)m * (double)k, MAX_BIT_CELLS, "the LCS", m, k);
         out[p] = bl.lcs(pa, m, pb, k, (size_t)n_ids);
       },
       "pair");

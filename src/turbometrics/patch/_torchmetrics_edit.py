@@ -30,8 +30,6 @@ from ._torchmetrics_text import _parameters_differ, _threads
 if TYPE_CHECKING:
     from ._apply import Site
 
-_EXACT = 1 << 24  # per-pair counts below it are exact in float32 (torch adds a Python int as a float32)
-
 
 def rate_parameters(func: types.FunctionType) -> str | None:
     """Why not to patch an error rate's update: parameters other than ``(preds, target)``."""
@@ -43,18 +41,25 @@ def edit_parameters(func: types.FunctionType) -> str | None:
     return _parameters_differ(func, ["preds", "target", "substitution_cost"])
 
 
+def _texts(name: str, x: Any) -> list[str]:
+    """A str as one text, else a list or tuple of exactly str (a subclass may split its own way, which
+    torchmetrics would follow), each short enough for the kernel."""
+    from turbometrics._ext import _text
+
+    if type(x) is str:
+        x = [x]
+    if not isinstance(x, (list, tuple)) or not all(type(t) is str for t in x):
+        raise Fallback(f"{name}: not a str or a list or tuple of str")
+    if any(len(t) > _text.MAX_TEXT_CHARS for t in x):
+        raise Fallback(f"{name}: a text of more than {_text.MAX_TEXT_CHARS:,} characters")
+    return list(x)
+
+
 def _pairs(preds: Any, target: Any) -> tuple[list[str], list[str]]:
-    """The (prediction, reference) pairs torchmetrics' ``zip`` makes: a str is one text; else exactly str items
-    (a subclass may split its own way, which torchmetrics would follow)."""
-    texts = []
-    for name, x in (("preds", preds), ("target", target)):
-        if type(x) is str:
-            x = [x]
-        if not isinstance(x, (list, tuple)) or not all(type(t) is str for t in x):
-            raise Fallback(f"{name}: not a str or a list or tuple of str")
-        texts.append(list(x))
-    n = min(len(texts[0]), len(texts[1]))
-    return texts[0][:n], texts[1][:n]
+    """The (prediction, reference) pairs torchmetrics' ``zip`` makes."""
+    hyps, refs = _texts("preds", preds), _texts("target", target)
+    n = min(len(hyps), len(refs))
+    return hyps[:n], refs[:n]
 
 
 def _sums(columns: list[np.ndarray], dtype: Any) -> list:
@@ -63,21 +68,20 @@ def _sums(columns: list[np.ndarray], dtype: Any) -> list:
     import torch
 
     np_dt = np.float32 if dtype is torch.float32 else np.float64
-    exact = 1 << (24 if np_dt is np.float32 else 53)
+    integers = 1 << (24 if np_dt is np.float32 else 53)  # every integer below it is exact in np_dt
     out = []
     for c in columns:
         total = int(c.sum())
-        if total >= exact:  # rounded on the way: NumPy adds in order as torch does, once a pair
-            if int(c.max()) >= _EXACT:
-                raise Fallback("a pair of 2**24 edits or more")  # (torch would round it to float32 first)
-            total = np.cumsum(np.concatenate([[0], c]).astype(np_dt), dtype=np_dt)[-1]
+        if total >= integers:  # rounded on the way: each value cast, then added in order, as torch does
+            total = np.cumsum(c.astype(np_dt), dtype=np_dt)[-1]
         out.append(torch.tensor(float(total), dtype=dtype))
     return out
 
 
 def _rates(preds: Any, target: Any, words: bool, total: str, dtype: Any) -> list:
-    """[errors, total] (``total``: "target", the reference lengths, or "max", the longer of each pair), then the
-    reference and prediction lengths for ``total="info"``."""
+    """The summed states: [errors, the reference lengths] for ``total="target"``, [errors, the longer of each
+    pair] for ``"max"``, [errors, reference lengths, prediction lengths, the longer of each pair] for
+    ``"info"``."""
     from turbometrics.text import edit_distance
 
     hyps, refs = _pairs(preds, target)
@@ -132,12 +136,8 @@ def edit_update(site: Site, preds: Any, target: Any, substitution_cost: Any) -> 
 
     if not isinstance(substitution_cost, int) or not 0 <= substitution_cost <= edit_distance.MAX_SUBSTITUTION_COST:
         raise Fallback(f"substitution_cost: not an int in [0, {edit_distance.MAX_SUBSTITUTION_COST}]")
-    if type(preds) is str:
-        preds = [preds]
-    if type(target) is str:
-        target = [target]
-    hyps, refs = _pairs(preds, target)
-    if len(hyps) != len(preds) or len(refs) != len(target):
+    hyps, refs = _texts("preds", preds), _texts("target", target)
+    if len(hyps) != len(refs):
         raise Fallback("preds, target: of different lengths")  # (the original's ValueError)
     d = edit_distance.distances(hyps, refs, False, substitution_cost, num_threads=_threads())
     return torch.tensor(d[:, 0].tolist(), dtype=torch.int)
