@@ -191,3 +191,8 @@ def levenshtein_pair(a: npt.NDArray[np.intc], b: npt.NDArray[np.intc]) -> tuple[
 # ``words``, else by code points: Levenshtein if sub < 0, else torchmetrics' EditDistance beam with substitution
 # cost sub
 def edit_distances(a: list[str], b: list[str], words: bool, sub: int, nthreads: int) -> npt.NDArray[np.int64]: ...
+
+# (float64 (n,), int64 (n,)): the last cell of EED's DP and the coverage count of each pair (hyps[i], refs[i])
+def eed_rows(
+    hyps: list[str], refs: list[str], alpha: float, deletion: float, insertion: float, nthreads: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...

@@ -464,6 +464,8 @@ cdef extern from "edit_distance.hpp" namespace "tmt":
         int64_t distance_dp(const int* a, int64_t m, const int* b, int64_t n) except +raise_py nogil
     void c_edit_texts "tmt::edit_texts"(const StrView* a, const StrView* b, int64_t n, cbool words, int64_t sub,
                                         int64_t* out, int nthreads) except +raise_py nogil
+    void c_eed_rows "tmt::eed_rows"(const StrView* h, const StrView* r, int64_t n, double alpha, double deletion,
+                                    double insertion, double* last, int64_t* visits, int nthreads) except +raise_py nogil
 
 
 def levenshtein_pair(const int[::1] a, const int[::1] b):
@@ -504,6 +506,30 @@ def edit_distances(list a, list b, bint words, int64_t sub, int nthreads):
         with nogil:
             c_edit_texts(av.data(), bv.data(), n, words, sub, &o[0, 0], nthreads)
     return out
+
+
+def eed_rows(list hyps, list refs, double alpha, double deletion, double insertion, int nthreads):
+    """(float64 (n,), int64 (n,)): the last cell of EED's DP and the coverage count of each pair of str
+    (hyps[i], refs[i]) (torchmetrics' _eed_function before its score; parameters finite and >= 0)."""
+    cdef Py_ssize_t n = len(hyps), i
+    if len(refs) != n:
+        raise ValueError(f"hyps has {n} texts but refs has {len(refs)}")
+    cdef vector[StrView] hv, rv
+    hv.resize(n)
+    rv.resize(n)
+    for i in range(n):
+        if hyps[i] is None or refs[i] is None:
+            raise TypeError("expected a str, got NoneType")
+        hv[i] = _view(hyps[i])
+        rv[i] = _view(refs[i])
+    last = np.zeros(n, dtype=np.float64)
+    visits = np.zeros(n, dtype=np.int64)
+    cdef double[::1] lo = last
+    cdef int64_t[::1] vo = visits
+    if n > 0:
+        with nogil:
+            c_eed_rows(hv.data(), rv.data(), n, alpha, deletion, insertion, &lo[0], &vo[0], nthreads)
+    return last, visits
 
 
 cdef extern from "punkt.hpp" namespace "tmt::punkt":

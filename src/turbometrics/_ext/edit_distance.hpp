@@ -3,7 +3,8 @@
 // - levenshtein: the exact Levenshtein distance (unit costs; torchmetrics' WER, CER, MER, WIL and WIP), Hyyro's
 //   bit-parallel algorithm in Myers' blocks of 64 pattern positions: O(n m / 64) word operations;
 // - beam_edit: torchmetrics' EditDistance, which runs sacrebleu's TER beam (ter::Beam) with a substitution
-//   cost, so its distance can exceed the exact one where the best path leaves the beam.
+//   cost, so its distance can exceed the exact one where the best path leaves the beam;
+// - eed_row: the DP of the extended edit distance (torchmetrics' ExtendedEditDistance, RWTH's EED.py).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -135,6 +136,64 @@ static int64_t beam_edit(const int32_t* h, int64_t nh, const int32_t* r, int64_t
     tmthreads::tick(hi - lo);
   }
   return prev[nr];  // (the last row spans every column)
+}
+
+// EED.py's DP of hypothesis h against reference r (code points): CDER's edit distance (deletion, insertion or
+// substitution costs) with a jump to the row's best cell, at `alpha`, after each reference space. Returns the
+// last cell of the last row and sets `visits` to the coverage count (each hypothesis position's visits as the
+// row's best, 1 for none), from which the caller makes the score in Python, as EED.py does. Only additions
+// and comparisons, in EED.py's order: the same doubles.
+static double eed_row(const U32& h, const U32& r, double alpha, double deletion, double insertion,
+                      std::vector<double>& row, std::vector<double>& next, std::vector<int64_t>& seen,
+                      int64_t& visits) {
+  const size_t n = h.size();
+  row.assign(n + 1, 1.0);
+  row[0] = 0.0;
+  next.resize(n + 1);
+  seen.assign(n + 1, -1);
+  for (size_t w = 0; w < r.size(); ++w) {
+    const uint32_t c = r[w];
+    next[0] = row[0] + 1.0;
+    for (size_t i = 1; i <= n; ++i) {  // Python's min(deletion, substitution, insertion): the first smallest
+      double v = next[i - 1] + deletion;
+      const double sub = row[i - 1] + (h[i - 1] == c ? 0.0 : 1.0), ins = row[i] + insertion;
+      if (sub < v) v = sub;
+      if (ins < v) v = ins;
+      next[i] = v;
+    }
+    size_t best = 0;  // next_row.index(min(next_row))
+    for (size_t i = 1; i <= n; ++i)
+      if (next[i] < next[best]) best = i;
+    seen[best]++;
+    if (c == ' ') {
+      const double jump = alpha + next[best];
+      for (size_t i = 0; i <= n; ++i)
+        if (jump < next[i]) next[i] = jump;
+    }
+    std::swap(row, next);
+    tmthreads::tick((int64_t)n + 1);
+  }
+  visits = 0;
+  for (int64_t v : seen) visits += v >= 0 ? v : 1;
+  return row[n];
+}
+
+// eed_row of each pair (h[p], r[p]) into last[p], visits[p].
+static inline void eed_rows(const StrView* h, const StrView* r, int64_t n, double alpha, double deletion,
+                            double insertion, double* last, int64_t* visits, int nthreads) {
+  struct Work {
+    U32 a, b;
+    std::vector<double> row, next;
+    std::vector<int64_t> seen;
+  };
+  tmthreads::parallel_for(
+      n, 16, nthreads, [] { return Work(); },
+      [&](Work& w, int64_t p) {
+        load(h[p], h[p].len, w.a);
+        load(r[p], r[p].len, w.b);
+        last[p] = eed_row(w.a, w.b, alpha, deletion, insertion, w.row, w.next, w.seen, visits[p]);
+      },
+      "pair");
 }
 
 // [edit distance, tokens of a[p], tokens of b[p]] of each pair of texts into out[3 p...]: by words (str.split())

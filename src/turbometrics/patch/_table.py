@@ -254,6 +254,16 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         label="torchmetrics EditDistance statistics",
         when="_torchmetrics_edit.edit_parameters",
     ),
+    # ExtendedEditDistance and extended_edit_distance
+    EntryPoint(
+        TORCHMETRICS,
+        "torchmetrics.functional.text.eed",
+        "_eed_update",
+        SWAP_CODE,
+        fast="_torchmetrics_edit.eed_update",
+        label="torchmetrics EED scores",
+        when="_torchmetrics_edit.eed_parameters",
+    ),
     # every loglikelihood and loglikelihood_rolling request of a causal Hugging Face model
     EntryPoint(
         LM_EVAL,

@@ -141,3 +141,57 @@ def edit_update(site: Site, preds: Any, target: Any, substitution_cost: Any) -> 
         raise Fallback("preds, target: of different lengths")  # (the original's ValueError)
     d = edit_distance.distances(hyps, refs, False, substitution_cost, num_threads=_threads())
     return torch.tensor(d[:, 0].tolist(), dtype=torch.int)
+
+
+_EED_PARAMS = ["preds", "target", "language", "alpha", "rho", "deletion", "insertion", "sentence_eed"]
+
+
+def eed_parameters(func: types.FunctionType) -> str | None:
+    """Why not to patch ``_eed_update``: parameters other than those the fast path was written for."""
+    return _parameters_differ(func, _EED_PARAMS)
+
+
+def eed_update(
+    site: Site,
+    preds: Any,
+    target: Any,
+    language: Any,
+    alpha: Any,
+    rho: Any,
+    deletion: Any,
+    insertion: Any,
+    sentence_eed: Any,
+) -> Any:
+    """``_eed_update``: torchmetrics' own preprocessing and checks, the DP of each (hypothesis, reference) pair
+    from the kernel, then its score, best reference and ``tensor`` in Python, as ``_eed_function`` makes them."""
+    import math
+
+    import torch
+
+    from turbometrics._ext import _text
+
+    params = (alpha, deletion, insertion)
+    if not all(type(x) in (int, float) and math.isfinite(x) and x >= 0 for x in (*params, rho)):
+        raise Fallback("alpha, rho, deletion, insertion: not finite non-negative numbers")
+    if sentence_eed is not None and type(sentence_eed) is not list:
+        raise Fallback("sentence_eed: not a list")
+    preds, target = site.original.__globals__["_preprocess_sentences"](preds, target, language)  # its own errors
+    if sentence_eed is None:
+        sentence_eed = []
+    if 0 in (len(preds), len(target[0])):
+        return sentence_eed
+    pairs = [(h, r) for h, refs in zip(preds, target) for r in refs]
+    if any(type(t) is not str or len(t) > _text.MAX_TEXT_CHARS for p in pairs for t in p):
+        raise Fallback("preds, target: not str, or a text over the kernel's limit")
+    last, visits = _text.eed_rows([h for h, _ in pairs], [r for _, r in pairs], *map(float, params), _threads())
+    k = 0
+    for _, refs in zip(preds, target):
+        best = math.inf
+        for r in refs:  # _eed_function's score, then _compute_sentence_statistics' first lowest
+            coverage = rho * int(visits[k])
+            score = min(1, (float(last[k]) + coverage) / (float(len(r)) + coverage))
+            k += 1
+            if score < best:
+                best = score
+        sentence_eed.append(torch.tensor(best))
+    return sentence_eed
