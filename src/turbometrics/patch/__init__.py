@@ -31,8 +31,8 @@ What is rebound (the call sites inside the libraries, so names imported with
   ``SacreBLEUScore``, ``CHRFScore``, ``TranslationEditRate``, ``ROUGEScore`` and their functions: the
   same states bit for bit (BLEU's while a count stays below 2**24, where torchmetrics' own float32
   sums of one n-gram at a time stall). And the edit counts of ``WordErrorRate``, ``CharErrorRate``,
-  ``MatchErrorRate``, ``WordInfoLost``, ``WordInfoPreserved``, ``EditDistance`` and their functions: the
-  same states bit for bit.
+  ``MatchErrorRate``, ``WordInfoLost``, ``WordInfoPreserved``, ``EditDistance``, ``ExtendedEditDistance``
+  and their functions: the same states bit for bit.
 - mbrs 0.1.8: ``MetricBLEU``, ``MetricChrF`` and ``MetricTER``'s ``pairwise_scores`` (the MBR matrix the
   decoders' ``expected_scores`` computes), ``scores`` and ``corpus_score``: the matrix in one call instead
   of a process pool of sacrebleu sentence scores, returned as the same tensor (mbrs' dtype, float32 by

@@ -1,11 +1,12 @@
 """torchmetrics >= 1.0 (written and tested for 1.9.0): the edit-distance metrics from our kernel.
 
-``WordErrorRate``, ``CharErrorRate``, ``MatchErrorRate``, ``WordInfoLost``, ``WordInfoPreserved`` and
-``EditDistance`` (and their functions) count edits with a Python DP per pair (a WMT17 segment on the Intel
-Xeon: 0.1 ms by words, 3.5 ms by characters, 6.9 ms for ``EditDistance``). Each gathers its states in one
-module-level function (``_wer_update``, ``_cer_update``, ``_mer_update``, ``_word_info_lost_update``, ``_wip_update``,
-``_edit_distance_update``), whose code the patch swaps (see ``_table``); torchmetrics' own ``compute``,
-``forward``, ``merge_state`` and sync run unchanged on the states returned.
+``WordErrorRate``, ``CharErrorRate``, ``MatchErrorRate``, ``WordInfoLost``, ``WordInfoPreserved``,
+``EditDistance`` and ``ExtendedEditDistance`` (and their functions) fill a Python DP table per pair (a WMT17
+segment on the Intel Xeon: 0.1 ms by words, 3.5 ms by characters, 5-7 ms for ``EditDistance`` and EED). Each
+gathers its states in one module-level function (``_wer_update``, ``_cer_update``, ``_mer_update``,
+``_word_info_lost_update``, ``_wip_update``, ``_edit_distance_update``, ``_eed_update``), whose code the patch
+swaps (see ``_table``); torchmetrics' own ``compute``, ``forward``, ``merge_state`` and sync run unchanged on
+the states returned.
 
 The same states, bit for bit:
 
@@ -14,7 +15,9 @@ The same states, bit for bit:
   one pair at a time, reproduced in NumPy (``np.cumsum`` adds in order), so the sums are the original's past
   2**24 too;
 - ``EditDistance``: torchmetrics runs sacrebleu's TER beam (``_LevenshteinEditDistance``), which can count more
-  than the exact distance where the best path leaves the beam; the kernel runs the same beam.
+  than the exact distance where the best path leaves the beam; the kernel runs the same beam;
+- ``ExtendedEditDistance``: EED.py's DP in the kernel (additions and comparisons only, in its order: the same
+  doubles), the score from its last cell with EED.py's own Python expression.
 """
 
 from __future__ import annotations
@@ -170,8 +173,7 @@ def eed_update(
 
     from turbometrics._ext import _text
 
-    params = (alpha, deletion, insertion)
-    if not all(type(x) in (int, float) and math.isfinite(x) and x >= 0 for x in (*params, rho)):
+    if not all(type(x) in (int, float) and math.isfinite(x) and x >= 0 for x in (alpha, rho, deletion, insertion)):
         raise Fallback("alpha, rho, deletion, insertion: not finite non-negative numbers")
     if sentence_eed is not None and type(sentence_eed) is not list:
         raise Fallback("sentence_eed: not a list")
@@ -183,7 +185,8 @@ def eed_update(
     pairs = [(h, r) for h, refs in zip(preds, target) for r in refs]
     if any(type(t) is not str or len(t) > _text.MAX_TEXT_CHARS for p in pairs for t in p):
         raise Fallback("preds, target: not str, or a text over the kernel's limit")
-    last, visits = _text.eed_rows([h for h, _ in pairs], [r for _, r in pairs], *map(float, params), _threads())
+    pair_h, pair_r = [h for h, _ in pairs], [r for _, r in pairs]
+    last, visits = _text.eed_rows(pair_h, pair_r, float(alpha), float(deletion), float(insertion), _threads())
     k = 0
     for _, refs in zip(preds, target):
         best = math.inf
