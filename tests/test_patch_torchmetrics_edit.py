@@ -283,3 +283,22 @@ def test_fallbacks_run_the_original(monkeypatch):
         both(edit_distance, ["a", "b"], ["a"])
     with pytest.raises(PatchFallbackError, match="str subclass|list or tuple of str"):
         both(word_error_rate, [Words("a b")], ["a c"])
+
+
+def test_an_entry_point_another_version_lacks_is_left_unpatched(monkeypatch):
+    """torchmetrics 1.0 calls ``_word_info_lost_update`` ``_wil_update``: the patch warns and leaves it, patches the
+    rest, and the import that triggered it still works."""
+    import turbometrics as tm
+    from torchmetrics.functional.text import wil
+
+    tm.unpatch()
+    monkeypatch.delattr(wil, "_word_info_lost_update")
+    try:
+        with pytest.warns(RuntimeWarning, match="wil._word_info_lost_update not found .*left unpatched"):
+            tm.patch(["torchmetrics"])
+        assert tm.is_patched("torchmetrics")
+        before, after, fast = both(word_error_rate, ["a b"], ["a c"])
+        same_tensors(before, after)
+        assert fast == 1
+    finally:
+        tm.unpatch()

@@ -40,6 +40,15 @@ def pending() -> list[str]:
     return [name for name in _table.BY_MODULE if name in sys.modules and wanted(name)]
 
 
+def _installed_version(library: _table.Library) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(library.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
 def version_ok(library: _table.Library) -> bool:
     """Whether the installed version of ``library`` is one the patch was written for; a warning if it is
     installed and is not (called by ``patch()``: the warning names its caller)."""
@@ -82,8 +91,18 @@ def undo_all() -> None:
 
 def _install(entry: _table.EntryPoint, module: Any, undo: list) -> None:
     *path, attribute = entry.attribute.split(".")
-    owner = functools.reduce(getattr, path, module)
-    func = getattr(owner, attribute)
+    try:
+        owner = functools.reduce(getattr, path, module)
+        func = getattr(owner, attribute)
+    except AttributeError:  # another version of the library, without it: never an error for its import
+        lib = entry.library
+        warnings.warn(
+            f"turbometrics.patch: {entry.module}.{entry.attribute} not found ({lib.distribution} "
+            f"{_installed_version(lib)}; the patch was written for {lib.versions}); left unpatched",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return
     if entry.how == _table.SWAP_CODE:
         import inspect  # here, not at import: `import turbometrics.patch` stays light
 
