@@ -288,8 +288,9 @@ def test_fallbacks_run_the_original(monkeypatch):
 def test_an_entry_point_another_version_lacks_is_left_unpatched(monkeypatch):
     """torchmetrics 1.0 calls ``_word_info_lost_update`` ``_wil_update``: the patch warns and leaves it, patches the
     rest, and the import that triggered it still works."""
-    import turbometrics as tm
     from torchmetrics.functional.text import wil
+
+    import turbometrics as tm
 
     tm.unpatch()
     monkeypatch.delattr(wil, "_word_info_lost_update")
