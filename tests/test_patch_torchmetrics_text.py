@@ -467,3 +467,18 @@ def test_np_cumsum_adds_in_order():
     """The chrF states' emulation relies on NumPy's float32 cumsum adding one value at a time."""
     v = np.array([2.0**24, 1, 1, 1, 1], np.float32)
     assert np.cumsum(v, dtype=np.float32)[-1] == 2.0**24  # each +1 rounds back (pairwise would give 2**24 + 4)
+
+
+def test_rouge_before_1_6_is_left_unpatched(monkeypatch, summaries, nltk_punkt):
+    """torchmetrics before 1.6 takes every key's scores from the reference best by the first key's F (tested on
+    1.0.3 to 1.5.2): its ROUGE is left to it, with a warning."""
+    import turbometrics as tm
+    from turbometrics.patch import _torchmetrics_text
+
+    preds, refs = summaries
+    tm.unpatch()
+    monkeypatch.setattr(_torchmetrics_text, "torchmetrics_version", lambda: (1, 5, 2))
+    with pytest.warns(RuntimeWarning, match="before 1.6 picks ROUGE's best reference"):
+        before, after, fast = both(rouge_score, preds[:3], [[r, r[::-1]] for r in refs[:3]])
+    same_tensors(before, after)
+    assert fast == 0

@@ -504,8 +504,20 @@ def ter_update(
 _SCORES = ("precision", "recall", "fmeasure")  # the order of torchmetrics' dicts
 
 
+def torchmetrics_version() -> tuple[int, ...]:
+    """The installed torchmetrics' version's leading numbers (``1.9.0`` -> ``(1, 9, 0)``)."""
+    import importlib.metadata
+    import re
+
+    return tuple(int(x) for x in re.findall(r"\d+", importlib.metadata.version("torchmetrics").split("+")[0])[:3])
+
+
 def rouge_parameters(func: types.FunctionType) -> str | None:
-    """Why not to patch ``_rouge_score_update``: parameters other than those the fast path was written for."""
+    """Why not to patch ``_rouge_score_update``: parameters other than those the fast path was written for, or a
+    torchmetrics before 1.6, which takes every key's scores from the reference best by the first key's F
+    (1.6 picks the best reference per key; tested: 1.0.3 to 1.5.2 differ, 1.6.0 to 1.9.0 agree)."""
+    if torchmetrics_version() < (1, 6):
+        return "torchmetrics before 1.6 picks ROUGE's best reference by its first key alone"
     return _parameters_differ(func, _ROUGE_PARAMS)
 
 
