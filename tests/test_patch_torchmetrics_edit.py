@@ -304,3 +304,18 @@ def test_an_entry_point_another_version_lacks_is_left_unpatched(monkeypatch):
         assert fast == 1
     finally:
         tm.unpatch()
+
+
+def test_the_docs_example_runs(capsys):
+    """docs/patch.md's speech-metrics example, as written: patched, it prints unpatched torchmetrics' numbers."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "patch.md").read_text(encoding="utf-8")
+    section = text[text.index("## torchmetrics' speech metrics") :]
+    block = re.search(r"^```python\n(.*?)^```", section, flags=re.S | re.M).group(1)
+    exec(compile(block, "docs/patch.md speech-metrics example", "exec"), {})
+    printed = capsys.readouterr().out.split()
+    preds, target = ["the cat sat on the mat", "a quick brown fox"], ["the cat sat on a mat", "the quick brown fox"]
+    expected = [f"{float(m(preds, target)):.4f}" for m in (WordErrorRate(), CharErrorRate())]
+    assert printed == expected == block.split("numbers: ")[1].split()[:2]
