@@ -421,18 +421,20 @@ def rouge_tokenize(text, bint stem):
     return [PyUnicode_FromKindAndData(4, &t.text[t.start[i]], t.len[i]) for i in range(t.start.size())]
 
 
+cdef Py_ssize_t _top_id(const int[::1] x) except -1:
+    """The largest id of a test-hook sequence (0 if empty); ValueError for a negative one."""
+    cdef Py_ssize_t hi = 0, i
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            raise ValueError("ids must be >= 0")
+        hi = max(hi, x[i])
+    return hi
+
+
 def lcs_lengths(const int[::1] a, const int[::1] b):
     """(bit-parallel, DP) LCS lengths of two id sequences with ids in [0, max+1): a test hook."""
     cdef BitLCS bl
-    cdef Py_ssize_t hi = 0, i
-    for i in range(a.shape[0]):
-        if a[i] < 0:
-            raise ValueError("ids must be >= 0")
-        hi = max(hi, a[i])
-    for i in range(b.shape[0]):
-        if b[i] < 0:
-            raise ValueError("ids must be >= 0")
-        hi = max(hi, b[i])
+    cdef Py_ssize_t hi = max(_top_id(a), _top_id(b))
     cdef const int* pa = &a[0] if a.shape[0] else NULL
     cdef const int* pb = &b[0] if b.shape[0] else NULL
     return (bl.lcs(pa, a.shape[0], pb, b.shape[0], hi + 1), bl.lcs_dp(pa, a.shape[0], pb, b.shape[0]))
@@ -468,18 +470,24 @@ cdef extern from "edit_distance.hpp" namespace "tmt":
                                     double insertion, double* last, int64_t* visits, int nthreads) except +raise_py nogil
 
 
+cdef _zip_views(list a, list b, vector[StrView]& av, vector[StrView]& bv):
+    """Views of two equally long lists of str (the caller keeps the lists alive)."""
+    cdef Py_ssize_t n = len(a), i
+    if len(b) != n:
+        raise ValueError(f"the lists hold {n} and {len(b)} texts")
+    av.resize(n)
+    bv.resize(n)
+    for i in range(n):
+        if a[i] is None or b[i] is None:
+            raise TypeError("expected a str, got NoneType")
+        av[i] = _view(a[i])
+        bv[i] = _view(b[i])
+
+
 def levenshtein_pair(const int[::1] a, const int[::1] b):
     """(bit-parallel, DP) Levenshtein distances of two id sequences with ids in [0, max+1): a test hook."""
     cdef BitLevenshtein bl
-    cdef Py_ssize_t hi = 0, i
-    for i in range(a.shape[0]):
-        if a[i] < 0:
-            raise ValueError("ids must be >= 0")
-        hi = max(hi, a[i])
-    for i in range(b.shape[0]):
-        if b[i] < 0:
-            raise ValueError("ids must be >= 0")
-        hi = max(hi, b[i])
+    cdef Py_ssize_t hi = max(_top_id(a), _top_id(b))
     cdef const int* pa = &a[0] if a.shape[0] else NULL
     cdef const int* pb = &b[0] if b.shape[0] else NULL
     return (bl.distance(pa, a.shape[0], pb, b.shape[0], hi + 1), bl.distance_dp(pa, a.shape[0], pb, b.shape[0]))
@@ -489,17 +497,9 @@ def edit_distances(list a, list b, bint words, int64_t sub, int nthreads):
     """int64 (n, 3): [edit distance, tokens of a[i], tokens of b[i]] of each pair of str, by words (str.split())
     or by code points; Levenshtein if ``sub`` < 0, else torchmetrics' EditDistance beam with that substitution
     cost."""
-    cdef Py_ssize_t n = len(a), i
-    if len(b) != n:
-        raise ValueError(f"a has {n} texts but b has {len(b)}")
     cdef vector[StrView] av, bv
-    av.resize(n)
-    bv.resize(n)
-    for i in range(n):
-        if a[i] is None or b[i] is None:
-            raise TypeError("expected a str, got NoneType")
-        av[i] = _view(a[i])
-        bv[i] = _view(b[i])
+    _zip_views(a, b, av, bv)
+    cdef Py_ssize_t n = len(a)
     out = np.zeros((n, 3), dtype=np.int64)
     cdef int64_t[:, ::1] o = out
     if n > 0:
@@ -511,17 +511,9 @@ def edit_distances(list a, list b, bint words, int64_t sub, int nthreads):
 def eed_rows(list hyps, list refs, double alpha, double deletion, double insertion, int nthreads):
     """(float64 (n,), int64 (n,)): the last cell of EED's DP and the coverage count of each pair of str
     (hyps[i], refs[i]) (torchmetrics' _eed_function before its score; parameters finite and >= 0)."""
-    cdef Py_ssize_t n = len(hyps), i
-    if len(refs) != n:
-        raise ValueError(f"hyps has {n} texts but refs has {len(refs)}")
     cdef vector[StrView] hv, rv
-    hv.resize(n)
-    rv.resize(n)
-    for i in range(n):
-        if hyps[i] is None or refs[i] is None:
-            raise TypeError("expected a str, got NoneType")
-        hv[i] = _view(hyps[i])
-        rv[i] = _view(refs[i])
+    _zip_views(hyps, refs, hv, rv)
+    cdef Py_ssize_t n = len(hyps)
     last = np.zeros(n, dtype=np.float64)
     visits = np.zeros(n, dtype=np.int64)
     cdef double[::1] lo = last
