@@ -291,6 +291,10 @@ def main() -> None:
     os.makedirs(results, exist_ok=True)
     paths = args.json or [os.path.join(results, "quick.json" if args.quick else "full.json")]
     if not args.json:
+        try:
+            import pytest_benchmark  # noqa: F401
+        except ImportError:
+            sys.exit("benchmarks/report.py runs pytest-benchmark: pip install -e '.[bench]' first")
         run_suite(args.quick, paths[0], **({"TURBOMETRICS_BENCH_ONLY": args.only} if args.only else {}))
         paths += run_other_paths(args.quick, results)
         if args.no_openmp:

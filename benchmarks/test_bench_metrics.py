@@ -5,24 +5,18 @@ the JSON into ratio tables. The slow/ baseline runs on a few rows and its time
 is scaled to the full input (recorded in extra_info["scale"]).
 """
 
-import os
-
 import pytest
-from conftest import DATA_DIR, QUICK
+from conftest import DATA_DIR, ONLY, QUICK
 
 from turbometrics import _bench
 from turbometrics._bench import cases_patch
 from turbometrics._ext import _dense
 
-# TURBOMETRICS_BENCH_ONLY=simd,threads: only the cases of those groups (report.py's runs per SIMD path
-# and in the build without OpenMP); the memory, first-call and scale runs are then left out.
-ONLY = {g for g in os.environ.get("TURBOMETRICS_BENCH_ONLY", "").split(",") if g}
 CASES = [
     c
     for c in _bench.cases(QUICK, DATA_DIR) + cases_patch.cases(QUICK, DATA_DIR)  # patch: users' code
     if not ONLY or ONLY & set(c.groups)
 ]
-only_cases = pytest.mark.skipif(bool(ONLY), reason="TURBOMETRICS_BENCH_ONLY selects case groups")
 PARAMS = [(i, name) for i, c in enumerate(CASES) for name in c.impls]
 _data = {}
 
@@ -64,7 +58,6 @@ MEMORY = (
 )
 
 
-@only_cases
 @pytest.mark.parametrize("impl", ["turbometrics", "torch cross_entropy"])
 def test_perplexity_extra_memory(benchmark, impl):
     """Peak memory added on top of the logits, in a fresh process (the time is that process's)."""
@@ -74,7 +67,6 @@ def test_perplexity_extra_memory(benchmark, impl):
     benchmark.extra_info.update(kind="memory", impl=impl, case=f"{fn}{args}", mib=mib)
 
 
-@only_cases
 def test_first_call(benchmark):
     """First call of a few public functions in a fresh process, and the same call again."""
     benchmark.group = "first call"
@@ -82,7 +74,6 @@ def test_first_call(benchmark):
     benchmark.extra_info.update(kind="first_call", **{k: v for k, v in res.items()})
 
 
-@only_cases
 @pytest.mark.skipif(QUICK, reason="the 1,000,000-pair run belongs to the full benchmark")
 @pytest.mark.parametrize("case_fn,args,impl", _bench.SCALE, ids=[f"{c}{a} | {i}" for c, a, i in _bench.SCALE])
 def test_million_pairs(benchmark, case_fn, args, impl):
@@ -96,7 +87,6 @@ def test_million_pairs(benchmark, case_fn, args, impl):
 HIDDEN = (2048, 2048, 128256) if not QUICK else (256, 256, 32000)
 
 
-@only_cases
 @pytest.mark.parametrize(
     "impl", ["turbometrics", "logits (matmul) + turbometrics perplexity", "torch logits + cross_entropy"]
 )
@@ -111,7 +101,6 @@ LM = ("lm_case", (8192,)) if not QUICK else ("lm_case", (2048, 8000, 512, 256))
 LM_HEAD = (8192,) if not QUICK else (1024, 32000, 64, 256, 2)
 
 
-@only_cases
 @pytest.mark.parametrize("impl", ["turbometrics", "transformers guide loop"])
 def test_lm_perplexity_time_and_memory(benchmark, impl):
     """lm_perplexity vs the guide's loop on the same model, each in a fresh process (time, peak extra memory)."""
@@ -121,7 +110,6 @@ def test_lm_perplexity_time_and_memory(benchmark, impl):
     benchmark.extra_info.update(kind="lm", case=name, impl=impl, **res)
 
 
-@only_cases
 @pytest.mark.skipif(not _bench.have("transformers"), reason="the tiny Llama is a transformers model")
 @pytest.mark.parametrize(
     "impl", ["turbometrics", "turbometrics on the logits (fuse_head=False)", "transformers guide loop"]
@@ -136,7 +124,6 @@ def test_lm_perplexity_through_the_head_time_and_memory(benchmark, impl):
 LM_EVAL = (8, 512, 128256, 256) if not QUICK else (4, 128, 32000, 64)
 
 
-@only_cases
 @pytest.mark.skipif(not (_bench.have("lm_eval") and _bench.have("accelerate")), reason="lm-eval[hf] not installed")
 @pytest.mark.parametrize("kind", ["rolling", "choice"])
 @pytest.mark.parametrize("impl", ["turbometrics", "lm-eval"])
@@ -149,7 +136,6 @@ def test_lm_eval_loglikelihood_time_and_memory(benchmark, kind, impl):
     benchmark.extra_info.update(kind="lm", case=_bench.lm_eval_case(*args).name, impl=impl, **res)
 
 
-@only_cases
 @pytest.mark.parametrize("metric,args", _bench.LONG_PAIRS, ids=[m for m, _ in _bench.LONG_PAIRS])
 def test_long_pair_time_and_memory(benchmark, metric, args):
     """One very long pair (10 MB a side for chrF): seconds and peak extra memory in a fresh process."""
