@@ -319,6 +319,15 @@ def test_every_code_point_tokenizes_like_sacrebleu(name):
     assert tm.tokenize(text, name) == sacrebleu_tokenizers()[name](text.rstrip()).split()
 
 
+@pytest.mark.parametrize("top", [0x100, 0x10000, 0x110000], ids=["Latin-1", "UCS-2", "UCS-4"])
+def test_none_splits_as_str_split_in_every_storage(top):
+    """The "none" tokenizer (also prepared references, the external tokenizers' output, TER and WER words) is
+    str.split(): each code point of the storage kind's range between letters, alone and in runs."""
+    text = "".join(f"a{c}b{c}{c}{c * 70} c" for c in map(chr, range(top)))
+    assert tm.tokenize(text, "none") == text.split()
+    assert tm.corpus_bleu([text], [[text]], tokenize="none").counts[0] == len(text.split())
+
+
 def test_13a_one_pass_tokenizer_equals_sacrebleus_on_dense_punctuation():
     """The streaming 13a (tokenizers.hpp, t13a) on strings made of the characters its passes act on, next to
     each other in every combination: digits, '.', ',', '-', 13a punctuation, blanks and other spaces,

@@ -389,17 +389,19 @@ struct Bits {
 // A Latin-1 word 16 bytes at a time, into the same classes as TABLE (a test tries every byte). A range
 // test is one unsigned compare of x - lo.
 // x holds 64 bytes (the scan's padded copy of the line); those past m are classified too and masked off.
-static inline void classify(const uint8_t* x, int m, Bits& b) {
+// SplitOnly: white alone (str.split()'s separators), every other class left empty.
+template <bool SplitOnly> static inline void classify(const uint8_t* x, int m, Bits& b) {
   for (int q = 0; q < (m + 15) / 16; ++q) {
     u8x16 v;
     std::memcpy(&v, x + 16 * q, 16);
     auto in = [&](uint8_t lo, uint8_t hi) { return (u8x16)((u8x16)(v - lo) <= (uint8_t)(hi - lo)); };
     auto eq = [&](uint8_t c) { return (u8x16)(v == c); };
     const u8x16 white = in(0x09, 0x0d) | in(0x1c, 0x20) | eq(0x85) | eq(0xa0);
-    const u8x16 punct =
-        (in(0x21, 0x2f) & ~in(0x2c, 0x2e) & ~eq('\'')) | in(0x3a, 0x40) | in(0x5b, 0x60) | in(0x7b, 0x7e);
     const int sh = 16 * q;
     b.white |= movemask(white) << sh;
+    if constexpr (SplitOnly) continue;
+    const u8x16 punct =
+        (in(0x21, 0x2f) & ~in(0x2c, 0x2e) & ~eq('\'')) | in(0x3a, 0x40) | in(0x5b, 0x60) | in(0x7b, 0x7e);
     b.punct |= movemask(punct) << sh;
     b.dotcomma |= movemask(eq(',') | eq('.')) << sh;
     b.dash |= movemask(eq('-')) << sh;
@@ -444,8 +446,9 @@ static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
   return o + cnt;
 }
 
-// False when the line holds '<', '\n' or '&'.
-template <class T> static bool scan(const T* x, int64_t n, Scan& sc) {
+// False when the line holds '<', '\n' or '&' (never with SplitOnly: then the tokens are str.split()'s, the runs
+// of non-white characters, as the 13a pass finds them in a line of no punctuation).
+template <bool SplitOnly, class T> static bool scan(const T* x, int64_t n, Scan& sc) {
   const int64_t words = n / 64 + 1;
   at_least(sc.words, (size_t)words + 1);
   at_least(sc.D, (size_t)words + 1);
@@ -466,7 +469,7 @@ template <class T> static bool scan(const T* x, int64_t n, Scan& sc) {
     Bits b;
     const int cnt = (int)std::min<int64_t>(64, n - 64 * w);
     const uint64_t valid = cnt == 64 ? ~0ULL : (1ULL << cnt) - 1;
-    if (cnt > 0) classify(src + 64 * w, cnt, b);
+    if (cnt > 0) classify<SplitOnly>(src + 64 * w, cnt, b);
     W[w].S = b.white | b.punct | ~valid;  // separators (past the end counts as white)
     W[w].N = ~b.white & valid;            // the characters of tokens
     W[w].P = b.punct;
@@ -628,9 +631,9 @@ template <class T> static void tokens(const T* x, int64_t n, Scan& sc, Tokens& o
 
 // False when the line holds '<', '\n' or '&' (the caller then takes tok_13a, and split_into clears out).
 // Every token is a run of the line's characters (the passes insert blanks only), so the line is widened
-// once and most tokens are spans of it; the passes write theirs after it.
-template <class T> static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
-  if (!scan(x, n, sc)) return false;
+// once and most tokens are spans of it; the passes write theirs after it. SplitOnly: str.split() ("none").
+template <bool SplitOnly, class T> static bool tokenize(const T* x, int64_t n, Tokens& out, Scan& sc) {
+  if (!scan<SplitOnly>(x, n, sc)) return false;
   tokens(x, n, sc, out);
   return true;
 }
@@ -645,10 +648,19 @@ struct Scratch {
 static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   int64_t end = s.len;
   while (end > 0 && is_space(at(s, end - 1))) --end;
+  if (tok == TOK_NONE) {  // the 13a pass's masks, white the only separator: split_into's time halved
+    if (s.kind == 1)
+      t13a::tokenize<true>(static_cast<const uint8_t*>(s.data), end, out, w.scan);
+    else if (s.kind == 2)
+      t13a::tokenize<true>(static_cast<const uint16_t*>(s.data), end, out, w.scan);
+    else
+      t13a::tokenize<true>(static_cast<const uint32_t*>(s.data), end, out, w.scan);
+    return;
+  }
   if (tok == TOK_13A) {  // one pass, unless the line needs the literal replacements
-    const bool done = s.kind == 1   ? t13a::tokenize(static_cast<const uint8_t*>(s.data), end, out, w.scan)
-                      : s.kind == 2 ? t13a::tokenize(static_cast<const uint16_t*>(s.data), end, out, w.scan)
-                                    : t13a::tokenize(static_cast<const uint32_t*>(s.data), end, out, w.scan);
+    const bool done = s.kind == 1   ? t13a::tokenize<false>(static_cast<const uint8_t*>(s.data), end, out, w.scan)
+                      : s.kind == 2 ? t13a::tokenize<false>(static_cast<const uint16_t*>(s.data), end, out, w.scan)
+                                    : t13a::tokenize<false>(static_cast<const uint32_t*>(s.data), end, out, w.scan);
     if (done) return;
   }
   U32& a = w.a;
