@@ -174,41 +174,96 @@ static inline bool is_N(uint32_t c) { return in_ranges(UNI_N, c); }
 static inline bool is_P(uint32_t c) { return in_ranges(UNI_P, c); }
 static inline bool is_S(uint32_t c) { return in_ranges(UNI_S, c); }
 
-// sacrebleu's intl (mteval-v14): (\P{N})(\p{P}) -> '\1 \2 ', (\p{P})(\P{N}) -> ' \1 \2',
-// (\p{S}) -> ' \1 ', with the `regex` package's Unicode classes. No padding.
-static void tok_intl(U32& a, U32& b) {
-  b.clear();
-  for (size_t i = 0; i < a.size();) {
-    if (i + 1 < a.size() && !is_N(a[i]) && is_P(a[i + 1])) {
-      b.push_back(a[i]);
-      b.push_back(' ');
-      b.push_back(a[i + 1]);
-      b.push_back(' ');
-      i += 2;
-    } else
-      b.push_back(a[i++]);
+// Scratch that only grows: a vector's resize upwards is an out-of-line call (std::vector's
+// _M_default_append), which a resize per line made a third of a short line's time.
+template <class V> static inline void at_least(V& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// intl's classes of a code point, as bits: \p{N}, \p{P}, \p{S} (the `regex` release's tables) and white
+// (str.split()'s); the BMP from a 64 KiB table made on first use, astral code points by binary search.
+enum : uint8_t { U_N = 1, U_P = 2, U_S = 4, U_W = 8 };
+template <size_t K> static void mark_bmp(const uint32_t (&r)[K][2], uint8_t bit, uint8_t* t) {
+  for (size_t k = 0; k < K && r[k][0] < 0x10000; ++k)
+    for (uint32_t c = r[k][0]; c <= std::min<uint32_t>(r[k][1], 0xffff); ++c) t[c] |= bit;
+}
+static const uint8_t* intl_bmp() {
+  static const std::vector<uint8_t> table = [] {
+    std::vector<uint8_t> t(0x10000, 0);
+    mark_bmp(UNI_N, U_N, t.data());
+    mark_bmp(UNI_P, U_P, t.data());
+    mark_bmp(UNI_S, U_S, t.data());
+    for (uint32_t c = 0; c < 0x10000; ++c) t[c] |= is_space(c) ? U_W : 0;  // (every white is in the BMP)
+    return t;
+  }();
+  return table.data();
+}
+static inline uint8_t intl_class(const uint8_t* bmp, uint32_t c) {
+  return c < 0x10000 ? bmp[c] : (uint8_t)((is_N(c) ? U_N : 0) | (is_P(c) ? U_P : 0) | (is_S(c) ? U_S : 0));
+}
+
+// One of intl's pair passes over (x, kx)[0, n) into (y, ky), in re.sub's leftmost non-overlapping scan:
+// (\P{N})(\p{P}) -> '\1 \2 ', or with Lead (\p{P})(\P{N}) -> ' \1 \2'; the blanks it writes are classed white.
+template <bool Lead>
+static size_t intl_pairs(const uint32_t* x, const uint8_t* kx, size_t n, uint32_t* y, uint8_t* ky) {
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    const bool pair = i + 1 < n && (Lead ? (kx[i] & U_P) && !(kx[i + 1] & U_N) : !(kx[i] & U_N) && (kx[i + 1] & U_P));
+    if (!pair) {
+      y[o] = x[i];
+      ky[o++] = kx[i++];
+      continue;
+    }
+    const size_t at = o + (Lead ? 1 : 0);
+    y[o] = y[o + 1] = y[o + 2] = y[o + 3] = ' ';
+    ky[o] = ky[o + 1] = ky[o + 2] = ky[o + 3] = U_W;
+    y[at] = x[i];
+    ky[at] = kx[i];
+    y[at + 2] = x[i + 1];
+    ky[at + 2] = kx[i + 1];
+    o += 4;
+    i += 2;
   }
-  a.clear();
-  for (size_t i = 0; i < b.size();) {
-    if (i + 1 < b.size() && is_P(b[i]) && !is_N(b[i + 1])) {
-      a.push_back(' ');
-      a.push_back(b[i]);
-      a.push_back(' ');
-      a.push_back(b[i + 1]);
-      i += 2;
-    } else
-      a.push_back(b[i++]);
+  return o;
+}
+
+// sacrebleu's intl (mteval-v14): (\P{N})(\p{P}) -> '\1 \2 ', (\p{P})(\P{N}) -> ' \1 \2', (\p{S}) -> ' \1 ', then
+// split(), on the code points' classes (looked up once). The last pass only wraps symbols in blanks, so it
+// is done with the split: a symbol is a token of its own, and every token is a span of the second pass's text.
+static void tok_intl(U32& a, U32& b, Buf<uint8_t>& ka, Buf<uint8_t>& kb, Tokens& out) {
+  const uint8_t* bmp = intl_bmp();
+  const size_t n = a.size();
+  at_least(ka, n);
+  for (size_t i = 0; i < n; ++i) ka[i] = intl_class(bmp, a[i]);
+  at_least(b, 2 * n);
+  at_least(kb, 2 * n);
+  const size_t m1 = intl_pairs<false>(a.data(), ka.data(), n, b.data(), kb.data());
+  at_least(a, 2 * m1);
+  at_least(ka, 2 * m1);
+  const size_t m = intl_pairs<true>(b.data(), kb.data(), m1, a.data(), ka.data());
+  out.clear();
+  int64_t start = -1;
+  for (size_t i = 0; i < m; ++i) {
+    const uint8_t k = ka[i];
+    if (!(k & (U_W | U_S))) {
+      if (start < 0) start = (int64_t)i;
+      continue;
+    }
+    if (start >= 0) {
+      out.start.push_back((int32_t)start);
+      out.len.push_back((int32_t)(i - start));
+      start = -1;
+    }
+    if (k & U_S) {
+      out.start.push_back((int32_t)i);
+      out.len.push_back(1);
+    }
   }
-  b.clear();
-  for (uint32_t c : a) {
-    if (is_S(c)) {
-      b.push_back(' ');
-      b.push_back(c);
-      b.push_back(' ');
-    } else
-      b.push_back(c);
+  if (start >= 0) {
+    out.start.push_back((int32_t)start);
+    out.len.push_back((int32_t)(m - start));
   }
-  a.swap(b);
+  out.text.swap(a);
 }
 
 // sacrebleu's "Chinese" characters, including its range bug (#298): the ranges
@@ -428,12 +483,6 @@ struct Scan {
   Buf<uint8_t> bytes;
 };
 
-// Scratch that only grows: a vector's resize upwards is an out-of-line call (std::vector's
-// _M_default_append), which a resize per line made a third of a short line's time.
-template <class V> static inline void at_least(V& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 // The positions of the set bits of `bits`, plus base, to o; returns the end. Eight are written at a time
 // whatever the count (o has room for 8 more), so that the loop branches once per 8 bits, not per bit.
 static inline int32_t* bit_positions(uint64_t bits, int32_t base, int32_t* o) {
@@ -641,6 +690,7 @@ template <bool SplitOnly, class T> static bool tokenize(const T* x, int64_t n, T
 
 struct Scratch {
   U32 a, b;
+  Buf<uint8_t> ka, kb;  // intl's classes of a and b
   t13a::Scan scan;
 };
 
@@ -667,17 +717,20 @@ static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   load(s, end, a);
   if (tok == TOK_13A)
     tok_13a(a, w.b);
-  else if (tok == TOK_INTL)
-    tok_intl(a, w.b);
-  else if (tok == TOK_ZH)
+  else if (tok == TOK_INTL) {
+    tok_intl(a, w.b, w.ka, w.kb, out);
+    return;
+  } else if (tok == TOK_ZH)
     tok_zh(a, w.b);
-  else if (tok == TOK_CHAR) {  // ' '.join(line): every non-space code point is a token
-    w.b.clear();
-    for (uint32_t c : a) {
-      w.b.push_back(c);
-      w.b.push_back(' ');
-    }
-    a.swap(w.b);
+  else if (tok == TOK_CHAR) {  // ' '.join(line).split(): every non-white code point is a token, a span of a
+    out.clear();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!is_space(a[i])) {
+        out.start.push_back((int32_t)i);
+        out.len.push_back(1);
+      }
+    out.text.swap(a);
+    return;
   }
   split_into(a, out);
 }
