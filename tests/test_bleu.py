@@ -328,6 +328,16 @@ def test_none_splits_as_str_split_in_every_storage(top):
     assert tm.corpus_bleu([text], [[text]], tokenize="none").counts[0] == len(text.split())
 
 
+def test_zh_at_the_ends_of_a_line_equals_sacrebleus():
+    """zh runs the 13a pass (tokenizers.hpp: a stand-in digit after a last '.' or ','), whose pad blanks zh
+    does not add: every string of up to five of the characters that differ at a line's ends."""
+    tok = sacrebleu_tokenizers()["zh"]
+    for n in range(1, 6):
+        for chars in itertools.product("5a.,- 中", repeat=n):
+            text = "".join(chars)
+            assert tm.tokenize(text, "zh") == tok(text.rstrip()).split(), text
+
+
 def test_13a_one_pass_tokenizer_equals_sacrebleus_on_dense_punctuation():
     """The streaming 13a (tokenizers.hpp, t13a) on strings made of the characters its passes act on, next to
     each other in every combination: digits, '.', ',', '-', 13a punctuation, blanks and other spaces,

@@ -281,23 +281,26 @@ static inline bool is_zh(uint32_t c) {
   return false;
 }
 
-// sacrebleu's zh: strip(), spaces around each "Chinese" character, then the
-// regex passes without padding.
-static void tok_zh(U32& a, U32& b) {
+// sacrebleu's zh before its regex passes (unpadded; tokenize() runs them): strip(), then spaces around each
+// "Chinese" character. The line ends in a.
+static void zh_wrap(U32& a, U32& b) {
   size_t lo = 0, hi = a.size();
   while (lo < hi && is_space(a[lo])) ++lo;
   while (hi > lo && is_space(a[hi - 1])) --hi;
-  b.clear();
+  at_least(b, 3 * (hi - lo) + 1);  // (+ 1: tokenize's stand-in digit)
+  uint32_t* o = b.data();
   for (size_t i = lo; i < hi; ++i) {
-    if (is_zh(a[i])) {
-      b.push_back(' ');
-      b.push_back(a[i]);
-      b.push_back(' ');
+    const uint32_t c = a[i];
+    if (is_zh(c)) {
+      o[0] = ' ';
+      o[1] = c;
+      o[2] = ' ';
+      o += 3;
     } else
-      b.push_back(a[i]);
+      *o++ = c;
   }
+  b.resize((size_t)(o - b.data()));
   a.swap(b);
-  regexp_passes(a, b, false);
 }
 
 // ---------------------------------------------------------------- 13a in one pass
@@ -688,6 +691,17 @@ template <bool SplitOnly, class T> static bool tokenize(const T* x, int64_t n, T
 }
 }  // namespace t13a
 
+// The last token without its last character (gone if that was all of it), its hash made again.
+static void drop_last_char(Tokens& out) {
+  const size_t k = out.size() - 1;
+  if (--out.len[k] == 0) {
+    out.start.pop_back();
+    out.len.pop_back();
+    out.hash.pop_back();
+  } else
+    out.hash[k] = token_hash(out.text.data() + out.start[k], out.len[k]);
+}
+
 struct Scratch {
   U32 a, b;
   Buf<uint8_t> ka, kb;  // intl's classes of a and b
@@ -720,9 +734,23 @@ static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   else if (tok == TOK_INTL) {
     tok_intl(a, w.b, w.ka, w.kb, out);
     return;
-  } else if (tok == TOK_ZH)
-    tok_zh(a, w.b);
-  else if (tok == TOK_CHAR) {  // ' '.join(line).split(): every non-white code point is a token, a span of a
+  } else if (tok == TOK_ZH) {
+    zh_wrap(a, w.b);
+    // zh's passes run without 13a's pad blanks, which differ only at a line's ends: a pad blank can be pass 2's
+    // \1 before a first '.' or ',', or pass 3's \2 after a last one. After a last one, a digit stands in for
+    // "nothing": no pass matches it, or the character before it with it; it comes off the last token after.
+    const size_t m = a.size();
+    if (m == 0 || !is_dot_comma(a[0])) {
+      const bool tail = m > 0 && is_dot_comma(a[m - 1]);
+      if (tail) a.push_back('0');
+      if (t13a::tokenize<false>(a.data(), (int64_t)a.size(), out, w.scan)) {
+        if (tail) drop_last_char(out);
+        return;
+      }
+      if (tail) a.pop_back();
+    }
+    regexp_passes(a, w.b, false);
+  } else if (tok == TOK_CHAR) {  // ' '.join(line).split(): every non-white code point is a token, a span of a
     out.clear();
     for (size_t i = 0; i < a.size(); ++i)
       if (!is_space(a[i])) {
