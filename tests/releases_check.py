@@ -1,6 +1,7 @@
 """Patched against unpatched, on whatever release of the library is importable: ``python releases_check.py
-torchmetrics`` (every patched text family) or ``python releases_check.py sacrebleu`` (BLEU, chrF and TER:
-corpus, sentence and cached-reference scores, the options the kernels take). tests/test_patch_releases.py
+torchmetrics`` (every patched text family), ``python releases_check.py sacrebleu`` (BLEU, chrF and TER:
+corpus, sentence and cached-reference scores, the options the kernels take) or ``python releases_check.py
+scikit-learn`` (``top_k_accuracy_score``'s values and their types). tests/test_patch_releases.py
 puts an older release first on ``PYTHONPATH``. Prints one JSON object: the release, then for each family
 "same", "absent" (not in this release) or "DIFFERENT", and the accelerated calls it made."""
 
@@ -65,6 +66,24 @@ SACREBLEU = {
 }  # fmt: skip
 
 
+def _top_k(module):
+    """top_k_accuracy_score's values and their types over seeded cases (ties, weights, counts, binary)."""
+    import numpy as np
+
+    r, out = np.random.default_rng(0), []
+    for i in range(60):
+        n, c = int(r.integers(12, 200)), int(r.integers(3, 12))
+        s = r.integers(0, 4, (n, c)).astype(float) if i % 2 else r.random((n, c))
+        kw = {"labels": np.arange(c), "normalize": i % 5 != 0, "sample_weight": r.random(n) if i % 3 == 0 else None}
+        out.append(module.top_k_accuracy_score(r.integers(0, c, n), s, k=int(r.integers(1, c)), **kw))
+    for normalize in (True, False):
+        out.append(module.top_k_accuracy_score([0, 1, 0, 1], [0.1, 0.9, 0.4, 0.6], k=1, normalize=normalize))
+    return [(type(v).__name__, v) for v in out]
+
+
+SKLEARN = {"top_k_accuracy_score": _top_k}
+
+
 def main(library: str) -> None:
     import importlib
 
@@ -73,6 +92,9 @@ def main(library: str) -> None:
 
         nltk.data.path.insert(0, str(conftest.DATA / "nltk_data"))  # ROUGE-Lsum's Punkt, if asked for
         module, families = importlib.import_module("torchmetrics.functional.text"), TORCHMETRICS
+    elif library == "scikit-learn":
+        library = "sklearn"
+        module, families = importlib.import_module("sklearn.metrics"), SKLEARN
     else:
         module, families = importlib.import_module("sacrebleu.metrics"), SACREBLEU
     out: dict = {"version": importlib.import_module(library).__version__}

@@ -2,7 +2,8 @@
 runs): every family the patch takes gives what the unpatched release gives, bit for bit
 (tests/releases_check.py). torchmetrics: ROUGE is left to torchmetrics before 1.6, which takes every key's
 scores from the reference best by the first key; 1.0's ``_wil_update`` (later ``_word_info_lost_update``) is
-left unpatched by name. sacrebleu: 2.0.0 (the first 2.x) and 2.4.3."""
+left unpatched by name. sacrebleu: 2.0.0 (the first 2.x) and 2.4.3. scikit-learn: 1.4.2, the first release that
+imports under NumPy 2 (it returns NumPy scalars where 1.9 returns floats)."""
 
 import json
 import os
@@ -52,3 +53,8 @@ def test_an_older_torchmetrics_gets_its_own_states(tmp_path, version):
     assert r["word_information_lost accelerated"] == (0 if version.startswith("1.0.") else 1)
     others = [k for k in r if k.endswith(" accelerated") and not k.startswith(("rouge", "word_information_lost"))]
     assert others and all(r[k] == 1 for k in others), r
+
+
+def test_an_older_scikit_learn_gets_its_own_values_and_types(tmp_path):
+    r = check(tmp_path, "scikit-learn", "1.4.2")
+    assert r["top_k_accuracy_score"] == "same" and r["top_k_accuracy_score accelerated"] > 0, r

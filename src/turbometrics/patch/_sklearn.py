@@ -57,7 +57,7 @@ def _integral(k: Any) -> bool:
 
 def top_k_accuracy_score(
     site: Site, y_true: Any, y_score: Any, k: Any, normalize: Any, sample_weight: Any, labels: Any
-) -> float:
+) -> Any:
     """``top_k_accuracy_score``, with scikit-learn's own helpers (the globals of its module)."""
     import turbometrics as tm
 
@@ -105,7 +105,11 @@ def top_k_accuracy_score(
     else:
         hits = tm.target_rank(y_score, y_true_encoded, ties="sklearn") < k
     if normalize:  # scikit-learn's own reduction of the hits
-        return float(np.average(hits, weights=sample_weight))
+        score = np.average(hits, weights=sample_weight)
     elif sample_weight is None:
-        return float(np.sum(hits))
-    return float(np.dot(hits, sample_weight))
+        score = np.sum(hits)
+    else:
+        score = np.dot(hits, sample_weight)
+    # the release's type: a Python float where its code calls float() (1.9 does), else the NumPy scalar
+    # (1.4 returns np.float64, or np.int64 for an unweighted count)
+    return float(score) if "float" in site.original.__code__.co_names else score
