@@ -708,25 +708,22 @@ struct Scratch {
   t13a::Scan scan;
 };
 
+// t13a::tokenize on s[0, end) in its storage width.
+template <bool SplitOnly> static bool t13a_pass(const StrView& s, int64_t end, Tokens& out, t13a::Scan& sc) {
+  if (s.kind == 1) return t13a::tokenize<SplitOnly>(static_cast<const uint8_t*>(s.data), end, out, sc);
+  if (s.kind == 2) return t13a::tokenize<SplitOnly>(static_cast<const uint16_t*>(s.data), end, out, sc);
+  return t13a::tokenize<SplitOnly>(static_cast<const uint32_t*>(s.data), end, out, sc);
+}
+
 // rstrip() then the tokenizer then split(): the tokens BLEU counts.
 static void tokenize(const StrView& s, int tok, Scratch& w, Tokens& out) {
   int64_t end = s.len;
   while (end > 0 && is_space(at(s, end - 1))) --end;
   if (tok == TOK_NONE) {  // the 13a pass's masks, white the only separator: split_into's time halved
-    if (s.kind == 1)
-      t13a::tokenize<true>(static_cast<const uint8_t*>(s.data), end, out, w.scan);
-    else if (s.kind == 2)
-      t13a::tokenize<true>(static_cast<const uint16_t*>(s.data), end, out, w.scan);
-    else
-      t13a::tokenize<true>(static_cast<const uint32_t*>(s.data), end, out, w.scan);
+    t13a_pass<true>(s, end, out, w.scan);
     return;
   }
-  if (tok == TOK_13A) {  // one pass, unless the line needs the literal replacements
-    const bool done = s.kind == 1   ? t13a::tokenize<false>(static_cast<const uint8_t*>(s.data), end, out, w.scan)
-                      : s.kind == 2 ? t13a::tokenize<false>(static_cast<const uint16_t*>(s.data), end, out, w.scan)
-                                    : t13a::tokenize<false>(static_cast<const uint32_t*>(s.data), end, out, w.scan);
-    if (done) return;
-  }
+  if (tok == TOK_13A && t13a_pass<false>(s, end, out, w.scan)) return;  // unless the literal replacements apply
   U32& a = w.a;
   load(s, end, a);
   if (tok == TOK_13A)
