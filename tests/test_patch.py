@@ -194,6 +194,48 @@ def test_rouge_score_split_summaries_and_a_tokenizer_object(summaries, nltk_punk
         assert fast > 60
 
 
+def one_score_aggregates(summaries):
+    """t5-style ROUGE as lm-eval's generation tasks compute it: a ``BootstrapAggregator`` of one score per pair."""
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeLsum"])
+    np.random.seed(20261202)
+    out = []
+    for i, (p, r) in enumerate(zip(*summaries)):
+        agg = scoring.BootstrapAggregator(n_samples=1 + i % 3 * 500, confidence_interval=0.9 if i % 2 else 0.95)
+        agg.add_scores(scorer.score(r, p))
+        out.append(agg.aggregate())
+        np.random.standard_normal()  # other draws between: the stream goes on where rouge-score leaves it
+    out.append(np.random.random())
+    return out
+
+
+def test_rouge_score_aggregates_of_one_score(summaries):
+    pairs = (summaries[0][:12], summaries[1][:12])
+    before, after, fast = both(one_score_aggregates, pairs)
+    same(before, after)
+    assert fast == 12 * (1 + 1 + 3)  # score, aggregate, one resampling per type: none falls back
+
+
+def truthfulqa_gen(summaries):
+    """lm-eval 0.4.13's truthfulqa_gen scoring of each document, on stand-in answers (summary sentences):
+    ``corpus_bleu`` (tokenize="intl") and a one-score aggregator per reference answer."""
+    from lm_eval.tasks.truthfulqa.utils import process_results_gen
+
+    preds, refs = summaries
+    np.random.seed(0)
+    return [
+        process_results_gen({"correct_answers": refs[i : i + 1 + i % 3], "incorrect_answers": refs[i + 5 : i + 7]}, [p])
+        for i, p in enumerate(preds)
+    ]
+
+
+def test_lm_eval_truthfulqa_gen_scores(summaries):
+    docs = (summaries[0][:4], summaries[1][:20])
+    before, after, fast = both(truthfulqa_gen, docs)
+    same(before, after)
+    answers = sum(1 + i % 3 + 2 for i in range(4))
+    assert fast == answers * (1 + 1 + 1 + 3)  # BLEU, score, aggregate and 3 resamplings per answer
+
+
 # --- scikit-learn ----------------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from .cases_pairwise import _two_systems
 from .data import _lm_data, wmt17_tiled
 
 
-def _patched(fn: Callable[[dict], Any], library: str) -> Callable[[dict], Any]:
+def _patched(fn: Callable[[dict], Any], library: str | list[str]) -> Callable[[dict], Any]:
     def run(d: dict) -> Any:  # patch() + unpatch() take about 1 ms, counted here
         from .. import patch, unpatch
 
@@ -142,6 +142,33 @@ def bootstrap_aggregator_case(data_dir: str, n: int = 2000) -> Case:
     return _case(
         f"BootstrapAggregator, rouge1/2/L, {n:,} pairs, 1,000 resamples", setup, bootstrap_aggregate, "rouge-score"
     )
+
+
+def truthfulqa_gen(d: dict) -> list:
+    """lm-evaluation-harness 0.4.13's truthfulqa_gen scoring (``process_results_gen``, its own code): per
+    reference answer, ``sacrebleu.corpus_bleu`` (tokenize="intl") and t5-style ROUGE (a ``BootstrapAggregator``
+    of one score: 1,000 resamples of rouge1, rouge2 and rougeLsum)."""
+    from lm_eval.tasks.truthfulqa.utils import process_results_gen
+
+    np.random.seed(0)
+    return [process_results_gen(doc, [pred]) for doc, pred in d["docs"]]
+
+
+def truthfulqa_gen_case(data_dir: str, n: int) -> Case:
+    def setup():
+        s = _summaries(data_dir, 400)  # stand-in answers: each summary's first sentence (TruthfulQA's are one)
+        first = [r.split(" . ")[0] + " ." for r in s["refs"]]
+        docs = [
+            ({"correct_answers": first[i : i + 1 + i % 4], "incorrect_answers": first[i + 4 : i + 7 - i % 2]}, p)
+            for i, p in enumerate(s["preds"][:n])
+        ]
+        return {"docs": docs}
+
+    answers = sum(1 + i % 4 + 3 - i % 2 for i in range(n))
+    c = Case(f"lm-eval truthfulqa_gen scoring, {n} documents ({answers} answers)", setup, groups=("patch",))
+    c.impls["lm-eval (unpatched)"] = Impl(truthfulqa_gen, "oracle")
+    c.impls["patched"] = Impl(_patched(truthfulqa_gen, ["sacrebleu", "rouge_score"]), "ours")
+    return c
 
 
 def sklearn_topk_case(n: int, c: int, k: int = 5) -> Case:
@@ -280,6 +307,8 @@ def cases(quick: bool, data_dir: str | None) -> list[Case]:
         out += [sentence_loop_case(data_dir, m, 500 if quick else 3004) for m in ("bleu", "chrf", "ter")]
     if data_dir and have("rouge_score"):
         out += [rouge_scorer_case(data_dir, 500 if quick else 2000), bootstrap_aggregator_case(data_dir, 2000)]
+        if have("lm_eval") and have("sacrebleu"):
+            out.append(truthfulqa_gen_case(data_dir, 5 if quick else 20))
     if have("sklearn"):
         out.append(sklearn_topk_case(*((20000, 1000) if quick else (100000, 1000))))
     if have("torchmetrics"):

@@ -96,9 +96,10 @@ def bootstrap_resample(site: Site, self: Any, matrix: Any) -> np.ndarray:
     if getattr(np.random.choice, "__self__", None) is not rs:
         raise Fallback("numpy.random.choice is not the global RandomState's")
     if (
-        type(matrix) is not np.ndarray or matrix.ndim != 2 or not 2 <= matrix.shape[0] < 2**32 or matrix.shape[1] != 3
-    ):  # np.mean adds (n, 3) rows in order; other shapes it may sum pairwise
-        raise Fallback(f"matrix: shape {getattr(matrix, 'shape', None)}, not (n >= 2, 3)")
+        type(matrix) is not np.ndarray or matrix.ndim != 2 or not 1 <= matrix.shape[0] < 2**32 or matrix.shape[1] != 3
+    ):  # np.mean adds (n, 3) rows in order; other shapes it may sum pairwise. n == 1 (an aggregator of one
+        # score, as lm-eval's t5-style rouge makes per pair) draws nothing from the RNG, as choice(arange(1)).
+        raise Fallback(f"matrix: shape {getattr(matrix, 'shape', None)}, not (n >= 1, 3)")
     if matrix.dtype.kind in "iub":  # np.mean sums integers in float64: the same as converting first
         matrix = matrix.astype(np.float64)
     elif matrix.dtype != np.float64:
@@ -106,6 +107,10 @@ def bootstrap_resample(site: Site, self: Any, matrix: Any) -> np.ndarray:
     n_samples = self._n_samples
     if type(n_samples) is not int or n_samples <= 0:
         raise Fallback(f"n_samples={n_samples!r}")
+    if matrix.shape[0] == 1 and np.isfinite(matrix).all() and not np.signbit(matrix).any():
+        # every resample is the one row, and the percentiles of a constant are it: no draws, no sort
+        # (np.percentile turns -0.0 into 0.0, so signed rows take the general path; scores are >= 0)
+        return np.repeat(matrix, 3, axis=0)
     sample_mean = resample_means(rs, matrix, n_samples)  # the same draws from, and state of, the global RNG
     percentile_delta = (1 - self._confidence_interval) / 2  # rouge-score's own arithmetic from here
     q = 100 * np.array([percentile_delta, 0.5, 1 - percentile_delta])
