@@ -406,9 +406,10 @@ def test_13a_token_ids_agree_between_storages_and_hash_paths():
 def test_intl_tables_come_from_the_installed_regex():
     import regex
 
-    from turbometrics.text.tokenizers import REGEX_VERSION
+    from turbometrics.text.tokenizers import REGEX_VERSIONS
 
-    assert regex.__version__ == REGEX_VERSION, "regenerate with tools/gen_unicode_tables.py"
+    # the tests below compare every code point with sacrebleu's intl under this regex
+    assert regex.__version__ in REGEX_VERSIONS, "check with tools/gen_unicode_tables.py --check (or regenerate)"
 
 
 def test_zh_reproduces_the_range_quirk():

@@ -420,7 +420,7 @@ def test_an_nltk_before_3_10_splits_its_own_way(nltk_punkt, monkeypatch):
 
 
 def test_intl_under_another_regex_release_takes_its_tokens(segments, monkeypatch):
-    """Our intl tables come from one ``regex`` release; under another, torchmetrics' and sacrebleu's own intl
+    """Our intl tables reproduce a few ``regex`` releases; under another, torchmetrics' and sacrebleu's own intl
     tokenizers run and the kernel counts their tokens (still accelerated, the same numbers)."""
     import regex
     import sacrebleu

@@ -6,8 +6,10 @@ from .. import _validate
 from .._ext import _text
 from . import external_tokenizers
 
-# The `regex` release whose Unicode classes the intl tokenizer reproduces (tools/gen_unicode_tables.py).
-REGEX_VERSION = "2026.11.15"
+# The `regex` releases whose Unicode classes (\p{N}, \p{P}, \p{S}) the intl tokenizer reproduces: the tables
+# were made from 2026.11.15, and `python tools/gen_unicode_tables.py --check` finds every code point classed the
+# same under each of these (2026.9.10 and earlier differ).
+REGEX_VERSIONS = ("2026.9.29", "2026.11.7", "2026.11.8", "2026.11.9", "2026.11.15", "2026.11.18", "2026.11.19")
 
 # name -> kernel code (tokenizers.hpp: tmt::Tokenizer)
 TOKENIZERS = {"13a": 0, "char": 1, "none": 2, "intl": 3, "zh": 4}
@@ -16,14 +18,14 @@ ROUGE_TOKENIZERS = ("rouge", "rouge-stem")
 
 
 def intl_tables_current() -> bool:
-    """Whether the installed ``regex`` is the release our intl tables were made from (``REGEX_VERSION``): another
+    """Whether the installed ``regex`` is a release our intl tables reproduce (``REGEX_VERSIONS``): another
     may class a character (a newly assigned one, say) differently, so the patches then run sacrebleu's or
     torchmetrics' own intl tokenizer and count its tokens."""
     try:
         import regex
     except ImportError:  # (sacrebleu's intl tokenizer needs it: then it does not run at all)
         return True
-    return getattr(regex, "__version__", None) == REGEX_VERSION
+    return getattr(regex, "__version__", None) in REGEX_VERSIONS
 
 
 def tokenizer_code(name: str) -> int:
@@ -42,8 +44,8 @@ def tokenize(text: str, tokenizer: str = "13a", *, spm_model: str | None = None)
         Trailing whitespace is stripped first, as sacrebleu does before tokenizing.
     tokenizer : str
         ``"13a"`` (mteval-v13a, sacrebleu's default), ``"intl"`` (mteval-v14,
-        with the Unicode classes of the ``regex`` release named in
-        ``turbometrics.text.tokenizers.REGEX_VERSION``), ``"zh"`` (sacrebleu's,
+        with the Unicode classes of the ``regex`` releases named in
+        ``turbometrics.text.tokenizers.REGEX_VERSIONS``), ``"zh"`` (sacrebleu's,
         including its range quirk, sacrebleu issue #298), ``"char"`` (every
         non-space character), ``"none"`` (whitespace split); ``"rouge"`` and
         ``"rouge-stem"`` give rouge-score's tokens (lowercase ``[a-z0-9]``
