@@ -90,6 +90,7 @@ extensions = [
             "src/turbometrics/_ext/cpu.hpp",
             "src/turbometrics/_ext/dense_kernels.hpp",
             "src/turbometrics/_ext/resample.hpp",
+            "src/turbometrics/_ext/pyrandom.hpp",
             "src/turbometrics/_ext/parallel.hpp",
             "src/turbometrics/_ext/pyglue.hpp",
             "src/turbometrics/_ext/_glue.pxd",

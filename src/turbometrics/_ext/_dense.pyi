@@ -146,3 +146,14 @@ def legacy_ordered_means(
 def legacy_bootstrap_means(
     key: npt.NDArray[np.uint32], pos: int, rows: npt.NDArray[np.float64], S: int, per: int, nthreads: int
 ) -> tuple[npt.NDArray[np.float64], int]: ...
+
+# (C * R, k): sums of rows over Python's random.Random(c0 + c).choices(range(n), k=n) draws, R resamples a
+# chunk c < C; float64 rows in draw order as Python's sum (mode 0 plain, 1 Neumaier's, Python >= 3.12)
+@overload
+def python_choice_sums(
+    c0: int, C: int, R: int, rows: npt.NDArray[np.int64], mode: int, nthreads: int
+) -> npt.NDArray[np.int64]: ...
+@overload
+def python_choice_sums(
+    c0: int, C: int, R: int, rows: npt.NDArray[np.float64], mode: int, nthreads: int
+) -> npt.NDArray[np.float64]: ...

@@ -63,6 +63,14 @@ cdef extern from "resample.hpp" namespace "tmk":
                                                                    int64_t n, int64_t m, int64_t S, int64_t per,
                                                                    double* out, int nthreads) except +raise_py nogil
 
+cdef extern from "pyrandom.hpp" namespace "tmk":
+    void c_python_choice_sums "tmk::python_choice_sums"(uint64_t c0, int64_t C, int64_t R, const int64_t* rows,
+                                                        int64_t n, int64_t k, int mode, int64_t* out,
+                                                        int nthreads) except +raise_py nogil
+    void c_python_choice_sums "tmk::python_choice_sums"(uint64_t c0, int64_t C, int64_t R, const double* rows,
+                                                        int64_t n, int64_t k, int mode, double* out,
+                                                        int nthreads) except +raise_py nogil
+
 cdef extern from "parallel.hpp" namespace "tmthreads":
     const char* BACKEND
     int max_threads()
@@ -537,3 +545,40 @@ def legacy_bootstrap_means(uint32_t[::1] key, int64_t pos, const double[:, ::1] 
             pos = c_legacy_bootstrap_means(&key[0], pos, &rows[0, 0], n, m, S, per, &o[0, 0] if m else NULL,
                                            nthreads)
     return out, pos
+
+
+def python_choice_sums(uint64_t c0, int64_t C, int64_t R, rows, int mode, int nthreads):
+    """(C * R, k): resample r of chunk c draws ``random.Random(c0 + c).choices(range(n), k=n)`` (the
+    chunk's r-th call), and its row is the sum of ``rows[i]`` (rows (n, k), n >= 1) over the draws:
+    int64 rows exactly, float64 rows in draw order as Python's ``sum`` (mode 0: one addition at a time,
+    1: Neumaier's, as from Python 3.12) (pyrandom.hpp)."""
+    if rows.ndim != 2 or rows.shape[0] < 1:
+        raise ValueError("python_choice_sums: rows must be a (n, k) array with n >= 1")
+    if C < 0 or R < 0 or mode not in (0, 1):
+        raise ValueError("python_choice_sums: need C >= 0, R >= 0 and mode 0 or 1")
+    if C and c0 + <uint64_t>(C - 1) < c0:
+        raise ValueError("python_choice_sums: the chunk seeds pass 2**64")
+    cdef int64_t n = rows.shape[0], k = rows.shape[1]
+    if R and C > INT64_MAX // R // max(k, 1):
+        raise ValueError("python_choice_sums: C * R * k overflows int64")
+    cdef const int64_t[:, ::1] ri
+    cdef const double[:, ::1] rf
+    cdef int64_t[:, ::1] oi
+    cdef double[:, ::1] of
+    if rows.dtype == np.int64:
+        ri = rows
+        out = np.zeros((C * R, k), np.int64)
+        oi = out
+        if C * R * k:
+            with nogil:
+                c_python_choice_sums(c0, C, R, &ri[0, 0], n, k, mode, &oi[0, 0], nthreads)
+    elif rows.dtype == np.float64:
+        rf = rows
+        out = np.zeros((C * R, k), np.float64)
+        of = out
+        if C * R * k:
+            with nogil:
+                c_python_choice_sums(c0, C, R, &rf[0, 0], n, k, mode, &of[0, 0], nthreads)
+    else:
+        raise ValueError(f"python_choice_sums: rows must be int64 or float64, not {rows.dtype}")
+    return out

@@ -27,3 +27,9 @@ def detect_batch_size(site: Site, self: Any, requests: Any = None, pos: int = 0)
     from .._lm_eval_fused import detect_batch_size as fused
 
     return fused(site.module, self, requests, pos)
+
+
+def bootstrap_stderr(site: Site, f: Any, xs: Any, iters: Any) -> float:
+    from .._lm_eval_stderr import bootstrap_stderr as fast
+
+    return fast(site.module, f, xs, iters)

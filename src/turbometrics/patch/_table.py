@@ -282,6 +282,15 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         fast="_lm_eval.detect_batch_size",
         label="lm_eval.HFLM._detect_batch_size",
     ),
+    # the bootstrap standard errors of perplexity, F1 and MCC (100,000 resamples by default): no process pool
+    EntryPoint(
+        LM_EVAL,
+        "lm_eval.api.metrics",
+        "bootstrap_stderr",
+        SWAP_CODE,
+        fast="_lm_eval.bootstrap_stderr",
+        label="lm_eval bootstrap_stderr",
+    ),
     *_mbrs_metric("mbrs.metrics.bleu", "MetricBLEU"),
     *_mbrs_metric("mbrs.metrics.chrf", "MetricChrF"),
     *_mbrs_metric("mbrs.metrics.ter", "MetricTER"),
