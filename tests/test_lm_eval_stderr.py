@@ -229,11 +229,10 @@ def test_simple_evaluate_gives_the_same_stderrs(tmp_path, monkeypatch, strict):
     model (random log-likelihoods from ``random``, which ``simple_evaluate`` seeds): the same results dict."""
     import json
 
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
     import datasets.config
     import huggingface_hub.constants
+    import lm_eval
+    from lm_eval.tasks import TaskManager
 
     # offline, as read at import: else the datasets library asks the hub first (100 s without a network)
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
