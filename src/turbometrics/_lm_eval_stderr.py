@@ -47,8 +47,8 @@ def bootstrap_stderr(metrics: Any, f: Any, xs: Any, iters: Any) -> float:
         raise Fallback(f"no fast path for the statistic {name!r}")
     if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
         raise Fallback(f"iters={iters!r}")
-    if not isinstance(xs, (list, tuple)) or not xs:
-        raise Fallback("xs is not a non-empty list")
+    if not isinstance(xs, (list, tuple)) or not 0 < len(xs) < 2**31:
+        raise Fallback("xs is not a list of 1 to 2**31 - 1 items")
     chunk = min(_CHUNK, iters)
     values = statistic(xs, iters // chunk, chunk)
     first = f(random.Random(0).choices(xs, k=len(xs)))  # the original on the first resample: the same?
