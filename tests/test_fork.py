@@ -62,7 +62,7 @@ items = list(zip(refs, hyps))
 out = []
 for patched in (False, True):
     if patched:
-        tm.patch(["sacrebleu"])
+        tm.patch(["sacrebleu"])  # sacrebleu alone: with lm_eval patched, bootstrap_stderr forks no pool
     for agg in (M.bleu, M.chrf, M.ter):
         score = agg(items)  # the harness scores the corpus first (our threads start here), then its Pool forks
         out.append((score, M.stderr_for_metric(agg, bootstrap_iters=10)(items)))
